@@ -1,0 +1,34 @@
+# `make demo` and `make test` create (or reuse) .venv, install the package, then run.
+# Torch: the CPU build is installed first so that pip does not pull a multi-GB CUDA build.
+# GPU users: `make test TORCH=torch` (or any pip requirement, e.g. TORCH="torch==2.13.0").
+PYTHON ?= python3
+TORCH ?= torch==2.13.0
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet "$(TORCH)"
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m sklearn_adm demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check sklearn_adm tests examples benchmarks
+	$(BIN)/ruff format --check sklearn_adm tests examples benchmarks
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_pica.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -1,0 +1,236 @@
+"""What PICA and NonlinearPICA share: parameters, validation, seeding, the call to the game."""
+
+from abc import ABCMeta, abstractmethod
+from numbers import Integral, Real
+
+import numpy as np
+import torch
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    TransformerMixin,
+    _fit_context,
+)
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+
+from ._critic import ADMCritic
+from ._device import resolve_device
+from ._game import AdversarialGame, GameSettings
+from ._scaling import fit_scaling
+
+#: below this many held-out rows, the held-out estimate is too noisy: all rows serve both roles
+_MIN_VALIDATION_ROWS = 10
+
+
+def _widths_constraint():
+    return [Interval(Integral, 1, None, closed="left"), tuple]
+
+
+def split_rows(n_samples, validation_fraction, rng):
+    """Indices of the training rows and of the held-out rows (the same rows if too few)."""
+    n_val = int(round(validation_fraction * n_samples))
+    if n_val < _MIN_VALIDATION_ROWS or n_samples - n_val < 2:
+        everything = np.arange(n_samples)
+        return everything, everything
+    order = rng.permutation(n_samples)
+    return np.sort(order[n_val:]), np.sort(order[:n_val])
+
+
+class BaseADMTransformer(
+    ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator, metaclass=ABCMeta
+):
+    """Base class of the ADM autoencoders. Do not use directly.
+
+    A subclass builds its autoencoder (``_make_autoencoder``), says how the data are scaled
+    (``_per_feature_scaling``) and stores its fitted state (``_store_fitted``); everything else,
+    from input validation to the training game, lives here once.
+    """
+
+    _parameter_constraints: dict = {
+        "n_components": [Interval(Integral, 1, None, closed="left"), None],
+        "dependence_weight": [Interval(Real, 0, None, closed="left")],
+        "reconstruction_weight": [Interval(Real, 0, None, closed="neither")],
+        "variance_weight": [Interval(Real, 0, None, closed="left")],
+        "critic_steps": [Interval(Integral, 1, None, closed="left")],
+        "critic_hidden": _widths_constraint(),
+        "probe_hidden": _widths_constraint(),
+        "probes": ["boolean"],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "batch_size": [Interval(Integral, 2, None, closed="left"), None],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "critic_learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "validation_fraction": [Interval(Real, 0, 1, closed="left")],
+        "n_init": [Interval(Integral, 1, None, closed="left")],
+        "device": [str],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    _per_feature_scaling = False
+
+    @abstractmethod
+    def _make_autoencoder(self, n_features, n_components, X_train):
+        """Return the module the game trains: ``n_init`` restarts side by side.
+
+        It has an ``n_init`` attribute, ``encode(x)`` returning the ``(n, n_init * n_components)``
+        representations of all restarts, and ``reconstruction_error(x, z)`` returning each
+        restart's mean squared error per entry, shape ``(n_init,)``.
+        """
+
+    @abstractmethod
+    def _store_fitted(self, autoencoder, init, X, mean, scale):
+        """Turn restart ``init`` of the trained autoencoder into fitted attributes."""
+
+    @abstractmethod
+    def _transform(self, X):
+        """Encode validated ``X``."""
+
+    @abstractmethod
+    def _inverse_transform(self, Z):
+        """Decode validated ``Z``."""
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Fit the model to ``X`` by playing the ADM game.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data.
+        y : Ignored
+            Not used, present for API consistency by convention.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        self._fit(X)
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit_transform(self, X, y=None):
+        """Fit the model to ``X`` and return its components.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data.
+        y : Ignored
+            Not used, present for API consistency by convention.
+
+        Returns
+        -------
+        X_new : ndarray of shape (n_samples, n_components)
+            The representation of ``X``.
+        """
+        return self._transform(self._fit(X))
+
+    def transform(self, X):
+        """Encode ``X`` into its components.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            New data, with the features seen in ``fit``.
+
+        Returns
+        -------
+        X_new : ndarray of shape (n_samples, n_components)
+            The representation of ``X``, in the dtype of ``X`` (float32 or float64).
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        return self._transform(X)
+
+    def inverse_transform(self, X):
+        """Map components back to the input space (the decoder).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_components)
+            Representations, as ``transform`` returns them.
+
+        Returns
+        -------
+        X_original : ndarray of shape (n_samples, n_features)
+            The reconstruction.
+        """
+        check_is_fitted(self)
+        Z = check_array(X, dtype=[np.float64, np.float32], input_name="X")
+        if Z.shape[1] != self.n_components_:
+            raise ValueError(
+                f"X has {Z.shape[1]} features, but {type(self).__name__} is expecting "
+                f"{self.n_components_} components as input."
+            )
+        return self._inverse_transform(Z)
+
+    def _fit(self, X):
+        """Validate ``X``, play the game and store the fitted state; return the validated X."""
+        X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=2)
+        n_samples, n_features = X.shape
+        n_components = n_features if self.n_components is None else self.n_components
+        if n_components > n_features:
+            raise ValueError(
+                f"n_components={n_components} must be between 1 and n_features={n_features}."
+            )
+        self.device_ = resolve_device(self.device)
+        rng = check_random_state(self.random_state)
+        seed = int(rng.randint(np.iinfo(np.int32).max))
+        train_rows, val_rows = split_rows(n_samples, self.validation_fraction, rng)
+
+        X64 = X.astype(np.float64, copy=False)
+        mean, scale = fit_scaling(X64[train_rows], self._per_feature_scaling)
+        X_scaled = torch.as_tensor((X64 - mean) / scale, dtype=torch.float32, device=self.device_)
+        X_train, X_val = X_scaled[train_rows], X_scaled[val_rows]
+
+        with torch.random.fork_rng(devices=[]):  # seed module init without touching the user's RNG
+            torch.manual_seed(seed)
+            autoencoder = self._make_autoencoder(n_features, n_components, X_train)
+            critic = ADMCritic(
+                n_components * self.n_init,
+                critic_hidden=self.critic_hidden,
+                probe_hidden=self.probe_hidden,
+                probes=self.probes,
+                n_groups=self.n_init,
+            )
+        autoencoder.to(self.device_)
+        critic.to(self.device_)
+        generator = torch.Generator(device=self.device_).manual_seed(seed)
+        game = AdversarialGame(autoencoder, critic, self._game_settings(len(train_rows)), generator)
+        result = game.play(X_train, X_val, desc=type(self).__name__)
+
+        self.n_iter_ = result.n_iter
+        self.history_ = result.history
+        self._store_fitted(autoencoder.cpu(), result.best_init, X, mean, scale)
+        self.n_components_ = n_components
+        return X
+
+    def _game_settings(self, n_train):
+        batch_size = n_train if self.batch_size is None else min(self.batch_size, n_train)
+        return GameSettings(
+            dependence_weight=self.dependence_weight,
+            reconstruction_weight=self.reconstruction_weight,
+            variance_weight=self.variance_weight,
+            critic_steps=self.critic_steps,
+            batch_size=batch_size,
+            max_iter=self.max_iter,
+            learning_rate=self.learning_rate,
+            critic_learning_rate=self.critic_learning_rate,
+            tol=self.tol,
+            n_iter_no_change=self.n_iter_no_change,
+            verbose=self.verbose,
+        )
+
+    @property
+    def _n_features_out(self):
+        return self.n_components_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags

@@ -1,0 +1,285 @@
+"""The ADM training game (Algorithm 1 of the paper), written once for every estimator.
+
+The dependence branch (an :class:`~sklearn_adm.ADMCritic`) takes ``critic_steps`` updates on
+detached representations, then the encoder takes one update on
+
+    reconstruction_weight * reconstruction
+    + dependence_weight * (1 - mean critic MSE)
+    + variance_weight * variance hinge,
+
+the relaxed problem of Eq. (4) with the reconstruction of Eq. (6) as task loss.
+
+Finite data. Algorithm 1 draws fresh samples at every step; an estimator sees the same rows
+again and again, and a critic that memorises them reports dependence that is not there. So:
+
+* rows held out from all training (``X_val``) give the estimate of dependence that the history
+  reports and that picks the best of the ``n_init`` starts;
+* each predictor's output is shrunk by the factor ``alpha_j`` in [0, 1] that fits the held-out
+  rows best (a one-parameter calibration per feature): a prediction that only memorised the
+  training rows gets ``alpha_j = 0`` and stops driving the encoder.
+
+Several starts play side by side: the encoder holds ``n_init`` independent copies and one
+critic scores them all, each predictor seeing only the features of its own start
+(``ADMCritic(n_groups=n_init)``). The encoder returned is the exponential moving average of its
+iterates, as in GAN training, which settles the jitter that the adversary keeps up.
+"""
+
+import copy
+import math
+import warnings
+from dataclasses import dataclass
+
+import torch
+from sklearn.exceptions import ConvergenceWarning
+from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
+from tqdm.auto import tqdm
+
+from ._critic import dependence_mse
+
+
+@dataclass(frozen=True)
+class GameSettings:
+    """The knobs of the game; estimators fill them from their public parameters."""
+
+    dependence_weight: float
+    reconstruction_weight: float
+    variance_weight: float
+    critic_steps: int
+    batch_size: int
+    max_iter: int
+    learning_rate: float
+    critic_learning_rate: float
+    tol: float
+    n_iter_no_change: int
+    verbose: int = 0
+    #: encoder updates between two evaluations on the held-out rows
+    eval_every: int = 10
+    #: decay of the moving average of the encoder's parameters
+    ema_decay: float = 0.95
+    #: critic updates on the initial representations before the first encoder update
+    warmup_steps: int = 200
+
+
+@dataclass
+class GameResult:
+    history: list
+    n_iter: int
+    converged: bool
+    best_init: int
+
+
+_TERMS = ("objective", "reconstruction", "critic_mse", "variance_penalty")
+
+
+def make_adam(parameters, learning_rate, device):
+    """Adam with the fused kernel where the device has one (few, large ops per step)."""
+    fused = device.type in ("cpu", "cuda")
+    return torch.optim.Adam(parameters, lr=learning_rate, fused=fused)
+
+
+def critic_step(critic, optimizer, z):
+    """One update of the dependence branch on detached representations (Alg. 1, inner loop)."""
+    loss = critic(z.detach()).mean()
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    optimizer.step()
+    return loss
+
+
+@torch.no_grad()
+def calibrate(critic, z):
+    """Shrinkage ``alpha_j`` fitted on rows the critic did not train on, and the honest MSE.
+
+    ``alpha_j`` minimises the error of ``alpha_j * prediction_j`` on these rows, clipped to
+    [0, 1]; the returned MSE is that minimal error, at most 1.
+    """
+    target, prediction = critic.target_and_prediction(z)
+    cross = (target * prediction).mean(dim=0)
+    power = prediction.square().mean(dim=0)
+    alpha = (cross / power.clamp_min(torch.finfo(power.dtype).tiny)).clamp(0.0, 1.0)
+    return alpha, dependence_mse(target, alpha * prediction)
+
+
+def variance_hinge(z):
+    """Per-feature hinge keeping the variance above 1 (paper, "Preventing Variance Collapse")."""
+    return torch.relu(1.0 - z.var(dim=0))
+
+
+class AdversarialGame:
+    """Plays Algorithm 1 between an autoencoder and an :class:`~sklearn_adm.ADMCritic`.
+
+    Parameters
+    ----------
+    autoencoder : torch.nn.Module
+        Has ``encode(x) -> z`` and ``decode(z) -> x_hat``.
+    critic : ADMCritic
+        Its ``n_features`` equals the width of ``z``.
+    settings : GameSettings
+    generator : torch.Generator
+        Draws the minibatches; seeded by the estimator's ``random_state``.
+    """
+
+    def __init__(self, autoencoder, critic, settings, generator):
+        self.autoencoder = autoencoder
+        self.critic = critic
+        self.settings = settings
+        self.generator = generator
+        device = next(critic.parameters()).device
+        self.encoder_optimizer = make_adam(autoencoder.parameters(), settings.learning_rate, device)
+        self.critic_optimizer = make_adam(critic.parameters(), settings.critic_learning_rate, device)
+        self.average = AveragedModel(
+            autoencoder, multi_avg_fn=get_ema_multi_avg_fn(settings.ema_decay), use_buffers=True
+        )
+        self.alpha = torch.ones(critic.n_features, device=device)
+
+    def _batch(self, X):
+        if self.settings.batch_size >= X.shape[0]:
+            return X
+        index = torch.randint(
+            X.shape[0], (self.settings.batch_size,), generator=self.generator, device=X.device
+        )
+        return X[index]
+
+    def _objective(self, autoencoder, x, alpha=None):
+        """Encoder loss of each restart on ``x``, shape ``(n_init,)``, and its three terms.
+
+        With ``alpha=None`` the critic is calibrated on ``x`` (held-out rows): the honest version.
+        """
+        s = self.settings
+        n_init = autoencoder.n_init
+        z = autoencoder.encode(x)
+        reconstruction = autoencoder.reconstruction_error(x, z)
+        if alpha is None:
+            alpha, mse = calibrate(self.critic, z)
+        else:
+            target, prediction = self.critic.target_and_prediction(z)
+            mse = dependence_mse(target, alpha * prediction)
+        critic_mse = mse.view(n_init, -1).mean(dim=1)
+        penalty = variance_hinge(z).view(n_init, -1).mean(dim=1)
+        loss = (
+            s.reconstruction_weight * reconstruction
+            + s.dependence_weight * (1.0 - critic_mse)
+            + s.variance_weight * penalty
+        )
+        return loss, (reconstruction, critic_mse, penalty), alpha
+
+    def _encoder_step(self, X_train):
+        loss, terms, _ = self._objective(self.autoencoder, self._batch(X_train), self.alpha)
+        params = [p for p in self.autoencoder.parameters() if p.requires_grad]
+        # Restarts share no parameters: the gradient of the sum trains each on its own loss.
+        grads = torch.autograd.grad(loss.sum(), params)  # the critic's own gradients are not needed
+        for p, g in zip(params, grads):
+            p.grad = g
+        self.encoder_optimizer.step()
+        self.average.update_parameters(self.autoencoder)
+        return loss, terms
+
+    @torch.no_grad()
+    def _evaluate(self, X_val):
+        loss, terms, alpha = self._objective(self.average.module, X_val)
+        self.alpha = alpha
+        return loss, terms, self.average.module.encode(X_val)
+
+
+    def _train_critic(self, X_train, steps):
+        for _ in range(steps):
+            with torch.no_grad():
+                z = self.autoencoder.encode(self._batch(X_train))
+            critic_step(self.critic, self.critic_optimizer, z)
+
+    def play(self, X_train, X_val, desc="ADM"):
+        """Run the game; leave ``autoencoder`` holding the averaged encoder's weights.
+
+        Stopping rule: every ``eval_every`` updates, the averaged encoder encodes the held-out
+        rows; training has converged when the leading start's representation (the one with
+        the lowest held-out objective) changed by less than ``tol``, relative to its variance,
+        over the last ``n_iter_no_change`` updates. Returns a :class:`GameResult` whose
+        ``best_init`` names the leading start and whose history describes it.
+        """
+        s = self.settings
+        records, snapshots, leader = [], [], 0
+        last_good = copy.deepcopy(self.average.module.state_dict())
+        converged, n_iter = False, 0
+        self._train_critic(X_train, s.warmup_steps)
+        progress = tqdm(total=s.max_iter, desc=desc, disable=s.verbose < 1, leave=False)
+        try:
+            for n_iter in range(1, s.max_iter + 1):
+                self._train_critic(X_train, s.critic_steps)
+                loss, terms = self._encoder_step(X_train)
+                values = torch.stack([loss, *terms])  # (4, n_init)
+                if not torch.isfinite(values).all():
+                    self.average.module.load_state_dict(last_good)
+                    _warn_diverged(n_iter, desc)
+                    break
+                records.append({"iteration": n_iter, "train": values.detach().cpu()})
+                progress.update()
+                if n_iter % s.eval_every and n_iter != s.max_iter:
+                    continue
+                objective, val_terms, z_val = self._evaluate(X_val)
+                leader = int(objective.argmin())
+                change = _relative_change(
+                    snapshots, n_iter - s.n_iter_no_change, z_val, leader, self.autoencoder.n_init
+                )
+                snapshots = [*snapshots[-(s.n_iter_no_change // s.eval_every) :], (n_iter, z_val)]
+                records[-1]["val"] = torch.stack([objective, *val_terms]).cpu()
+                records[-1]["val_change"] = change
+                last_good = copy.deepcopy(self.average.module.state_dict())
+                progress.set_postfix(
+                    reconstruction=f"{val_terms[0][leader].item():.4f}",
+                    critic_mse=f"{val_terms[1][leader].item():.3f}",
+                )
+                if change < s.tol:
+                    converged = True
+                    break
+        except KeyboardInterrupt:
+            self.average.module.load_state_dict(last_good)
+            warnings.warn(
+                f"{desc}: training interrupted at iteration {n_iter}; keeping the model of the "
+                "last evaluation.",
+                UserWarning,
+                stacklevel=3,
+            )
+            converged = True  # the user chose to stop; no convergence warning on top
+        finally:
+            progress.close()
+        self.autoencoder.load_state_dict(self.average.module.state_dict())
+        if not converged and n_iter == s.max_iter:
+            warnings.warn(
+                f"{desc}: max_iter={s.max_iter} reached before the representation stopped "
+                "changing; consider increasing max_iter.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        history = [_history_entry(record, leader) for record in records]
+        return GameResult(history=history, n_iter=n_iter, converged=converged, best_init=leader)
+
+
+def _relative_change(snapshots, since, z, init, n_init):
+    """Squared change of start ``init``'s representation since iteration ``since``, relative to
+    its total variance; infinite while the history is shorter than that."""
+    older = [snapshot for iteration, snapshot in snapshots if iteration <= since]
+    if not older:
+        return math.inf
+    now = z.view(len(z), n_init, -1)[:, init]
+    then = older[-1].view(len(z), n_init, -1)[:, init]
+    spread = (then - then.mean(dim=0)).square().sum().clamp_min(torch.finfo(z.dtype).tiny)
+    return ((now - then).square().sum() / spread).item()
+
+
+def _history_entry(record, init):
+    entry = {"iteration": record["iteration"]}
+    entry.update(zip(_TERMS, record["train"][:, init].tolist()))
+    if "val" in record:
+        entry.update(zip(["val_" + t for t in _TERMS], record["val"][:, init].tolist()))
+        entry["val_change"] = record["val_change"]
+    return entry
+
+
+def _warn_diverged(n_iter, desc):
+    warnings.warn(
+        f"{desc}: training diverged at iteration {n_iter} (the loss is not finite); the model "
+        "was restored to its last good state. Lower learning_rate or critic_learning_rate, or "
+        "check the input for extreme values.",
+        ConvergenceWarning,
+        stacklevel=4,
+    )

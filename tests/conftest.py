@@ -1,0 +1,29 @@
+import numpy as np
+import pytest
+import torch
+
+from sklearn_adm import ADMCritic
+from sklearn_adm._game import critic_step, make_adam
+
+
+def train_critic(z, *, steps=400, batch_size=512, seed=0, **critic_params):
+    """Train an ADMCritic on the rows of ``z`` with the game's own critic update."""
+    torch.manual_seed(seed)
+    z = torch.as_tensor(z, dtype=torch.float32)
+    critic = ADMCritic(z.shape[1], **critic_params)
+    optimizer = make_adam(critic.parameters(), 2e-2, torch.device("cpu"))
+    generator = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        rows = torch.randint(len(z), (batch_size,), generator=generator)
+        critic_step(critic, optimizer, z[rows])
+    return critic
+
+
+def held_out_mse(critic, z):
+    with torch.no_grad():
+        return critic(torch.as_tensor(z, dtype=torch.float32)).numpy()
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(0)

@@ -1,0 +1,142 @@
+"""ADMCritic computes what Theorem 1 says: 1 - mCor^2(z_j, z_-j) per feature."""
+
+import numpy as np
+import pytest
+import torch
+from conftest import held_out_mse, train_critic
+
+from sklearn_adm import ADMCritic
+from sklearn_adm._critic import _standardize
+
+
+def split(z, n_train):
+    return z[:n_train], z[n_train:]
+
+
+def test_independent_features_read_one(rng):
+    """Corollary 1: with nothing to predict, the trained critic's error on fresh rows is 1."""
+    z = rng.uniform(size=(6000, 3))
+    train, test = split(z, 4000)
+    mse = held_out_mse(train_critic(train), test)
+    np.testing.assert_allclose(mse, 1.0, atol=0.06)
+
+
+def test_constant_prediction_gives_exactly_one():
+    """Predicting the mean (0) of a standardised target costs exactly its variance, 1."""
+    critic = ADMCritic(3)
+    with torch.no_grad():
+        critic.predictor.out_weight.zero_()
+        critic.predictor.out_bias.zero_()
+    mse = critic(torch.randn(500, 3))
+    np.testing.assert_allclose(mse.detach().numpy(), 1.0, atol=1e-5)
+
+
+def test_uncorrelated_but_dependent_pair_is_detected(rng):
+    """(x, x^2) with x symmetric: Pearson correlation 0, maximal correlation 1."""
+    x = rng.uniform(-1, 1, size=6000)
+    z = np.c_[x, x**2]
+    assert abs(np.corrcoef(z.T)[0, 1]) < 0.05
+    train, test = split(z, 4000)
+    mse = held_out_mse(train_critic(train), test)
+    assert np.all(mse < 0.1), mse  # both directions: x^2 from x, and a probe of x (|x|) from x^2
+
+
+def mean_independent_pair(rng, n):
+    """Both conditional means are 0, yet |z_2| grows with |z_1| (paper, App. D.2, symmetrised)."""
+    z1 = rng.uniform(-np.sqrt(3), np.sqrt(3), size=n)
+    z2 = z1 * rng.standard_normal(n)
+    return np.c_[z1, z2]
+
+
+def test_dependence_beyond_the_conditional_mean_needs_probes(rng):
+    z = mean_independent_pair(rng, 8000)
+    train, test = split(z, 6000)
+    with_probes = 1 - held_out_mse(train_critic(train, probes=True), test)
+    without = 1 - held_out_mse(train_critic(train, probes=False), test)
+    assert np.all(with_probes > 0.1), with_probes
+    assert np.all(np.abs(without) < 0.03), without
+
+
+def test_collapsed_probe_cannot_fake_dependence(rng):
+    """A probe squeezed to a near-constant must not lower the error below 1 on independent data.
+
+    With the usual ``(t - mean) / (std + eps)`` and a plain MSE, a near-constant probe output is
+    standardised to about 0 and the predictors then "explain" it: the error drops towards 0.
+    """
+    z = torch.as_tensor(rng.uniform(size=(2000, 2)), dtype=torch.float32)
+    critic = ADMCritic(2)
+    with torch.no_grad():
+        critic.probe.out_weight.mul_(1e-6)  # probe outputs now vary by ~1e-6: below the guard
+    target, prediction = critic.target_and_prediction(z)
+    assert target.var(dim=0).max() < 1e-3  # the degenerate, shrunken target
+    plain_mse = (target - 0.0 * prediction).square().mean(dim=0)
+    assert plain_mse.max() < 1e-3  # a plain MSE would read near-total dependence...
+    mse = critic(z).detach()
+    assert torch.all(mse >= 1.0 - 1e-6), mse  # ...ours reads none, whatever the predictors do
+
+
+def test_error_is_invariant_to_the_scale_of_the_probe_output(rng):
+    z = torch.as_tensor(rng.normal(size=(1000, 3)), dtype=torch.float32)
+    critic = ADMCritic(3)
+    before = critic(z).detach()
+    with torch.no_grad():
+        critic.probe.out_weight.mul_(50.0)
+        critic.probe.out_bias.mul_(50.0)
+    np.testing.assert_allclose(critic(z).detach().numpy(), before.numpy(), rtol=1e-4)
+
+
+def test_error_is_invariant_to_the_scale_and_shift_of_the_input(rng):
+    z = torch.as_tensor(rng.normal(size=(1000, 3)), dtype=torch.float32)
+    critic = ADMCritic(3)
+    np.testing.assert_allclose(
+        critic(1000 * z + 7).detach().numpy(), critic(z).detach().numpy(), rtol=1e-4
+    )
+
+
+def test_constant_feature_has_no_dependence(rng):
+    z = np.c_[rng.normal(size=3000), np.full(3000, 2.5), rng.normal(size=3000)]
+    critic = train_critic(z[:2000], steps=200)
+    mse = held_out_mse(critic, z[2000:])
+    assert mse[1] >= 1.0 - 1e-6
+    assert np.all(np.isfinite(mse))
+
+
+@pytest.mark.parametrize("n_groups", [1, 2])
+def test_each_predictor_sees_only_the_other_features_of_its_group(n_groups):
+    critic = ADMCritic(4, n_groups=n_groups).double()
+    z_std = torch.randn(64, 4, dtype=torch.float64)
+    jacobian = torch.autograd.functional.jacobian(lambda z: critic.predictions(z).sum(0), z_std)
+    sees = jacobian.abs().sum(dim=1) > 0  # sees[j, k]: prediction j depends on input k
+    group = np.arange(4) // (4 // n_groups)
+    expected = (group[:, None] == group[None, :]) & ~np.eye(4, dtype=bool)
+    np.testing.assert_array_equal(sees.numpy(), expected)
+
+
+def test_differentiable_in_inputs_and_parameters():
+    critic = ADMCritic(3, critic_hidden=(8, 4), probe_hidden=(4, 3)).double()
+    z = torch.randn(32, 3, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda z: critic(z), (z,))
+    critic(z).sum().backward()
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in critic.parameters())
+
+
+def test_standardize_uses_batch_statistics():
+    z = torch.tensor([[1.0, 10.0], [3.0, 10.0], [5.0, 10.0]])
+    out = _standardize(z)
+    np.testing.assert_allclose(out[:, 0].numpy(), [-1.2247, 0.0, 1.2247], atol=1e-3)
+    np.testing.assert_allclose(out[:, 1].numpy(), 0.0)
+
+
+@pytest.mark.parametrize(
+    ("shape", "message"), [((10, 4), r"\(n_samples, 3\)"), ((1, 3), "at least 2 samples")]
+)
+def test_bad_input_is_rejected(shape, message):
+    with pytest.raises(ValueError, match=message):
+        ADMCritic(3)(torch.zeros(shape))
+
+
+def test_bad_construction_is_rejected():
+    with pytest.raises(ValueError, match="multiple of n_groups"):
+        ADMCritic(5, n_groups=2)
+    with pytest.raises(ValueError, match="hidden widths"):
+        ADMCritic(3, critic_hidden=0)
