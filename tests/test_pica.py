@@ -1,0 +1,145 @@
+"""PICA reproduces the paper's PCA-vs-PICA example and behaves like sklearn's PCA."""
+
+import dcor
+import numpy as np
+import pytest
+from sklearn.decomposition import PCA
+from sklearn.exceptions import ConvergenceWarning
+
+from sklearn_adm import PICA
+from sklearn_adm.datasets import make_pca_vs_pica
+
+
+def fresh_dcor(model, seed):
+    X_test, _ = make_pca_vs_pica(20_000, random_state=1000 + seed)
+    Z = model.transform(X_test)
+    error = np.mean(np.sum((X_test - model.inverse_transform(Z)) ** 2, axis=1))
+    return dcor.distance_correlation(Z[:, 0], Z[:, 1], method="avl"), error
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_paper_example_with_default_settings(seed):
+    """Example 1: PICA keeps x1 and x3, independent, losing x2's variance (4.5)."""
+    X, _ = make_pca_vs_pica(10_000, random_state=seed)
+    pica = PICA(n_components=2, random_state=seed).fit(X)
+    directions = pica.components_ / np.linalg.norm(pica.components_, axis=1, keepdims=True)
+    assert abs(directions[0, 0]) >= 0.98  # e1: the variance-25 factor 5 v1
+    assert abs(directions[1, 2]) >= 0.98  # e3: the other factor v2
+    dependence, error = fresh_dcor(pica, seed)
+    assert dependence <= 0.03  # paper: 0.008; independent data reads ~0.01 at this size
+    assert error == pytest.approx(4.5, abs=0.25)  # the variance of x2, which PICA drops
+    assert pica.history_[-1]["val_critic_mse"] > 0.95  # Corollary 1: the critic reads 1
+
+
+def test_pca_keeps_the_dependent_pair_on_the_same_example():
+    """The reference point of the example: PCA keeps x1, x2 with dCor about 0.25."""
+    X, _ = make_pca_vs_pica(10_000, random_state=0)
+    dependence, error = fresh_dcor(PCA(n_components=2).fit(X), 0)
+    assert dependence > 0.2
+    assert error == pytest.approx(1.0, abs=0.1)
+
+
+def test_units_do_not_matter():
+    X, _ = make_pca_vs_pica(2_000, random_state=0)
+    params = dict(n_components=2, random_state=0, max_iter=60)
+    with pytest.warns(ConvergenceWarning):
+        small = PICA(**params).fit(X)
+    with pytest.warns(ConvergenceWarning):
+        large = PICA(**params).fit(1000 * X)
+    np.testing.assert_allclose(large.components_, small.components_, atol=1e-4)
+    np.testing.assert_allclose(large.transform(1000 * X), 1000 * small.transform(X), rtol=1e-3, atol=1e-2)
+
+
+def test_without_dependence_term_it_finds_pca_subspace():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 4)) * [3.0, 2.0, 1.0, 0.5] @ np.linalg.qr(rng.normal(size=(4, 4)))[0]
+    pica = PICA(n_components=2, dependence_weight=0, random_state=0).fit(X)
+    pca = PCA(n_components=2).fit(X)
+    basis = np.linalg.qr(pica.components_.T)[0]
+    cosines = np.linalg.svd(basis.T @ pca.components_.T, compute_uv=False)
+    assert cosines.min() > 0.999  # principal angles between the two subspaces near 0
+    # Within the subspace a plain autoencoder may rotate freely; the variance kept is PCA's.
+    np.testing.assert_allclose(pica.explained_variance_.sum(), pca.explained_variance_.sum(), rtol=0.01)
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    X, _ = make_pca_vs_pica(1_000, random_state=0)
+    return PICA(n_components=2, random_state=0, max_iter=30).fit(X), X
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_fitted_attributes_follow_pca_conventions(fitted):
+    pica, X = fitted
+    Z = pica.transform(X)
+    np.testing.assert_allclose(Z, (X - pica.mean_) @ pica.components_.T)
+    np.testing.assert_allclose(pica.inverse_transform(Z), Z @ pica.components_ + pica.mean_)
+    np.testing.assert_allclose(pica.mean_, X.mean(axis=0))
+    np.testing.assert_allclose(pica.explained_variance_, Z.var(axis=0, ddof=1), rtol=1e-10)
+    assert np.all(np.diff(pica.explained_variance_) <= 0)
+    np.testing.assert_allclose(
+        pica.explained_variance_ratio_, Z.var(axis=0, ddof=1) / X.var(axis=0, ddof=1).sum()
+    )
+    largest = np.abs(pica.components_).argmax(axis=1)
+    assert np.all(pica.components_[np.arange(2), largest] > 0)
+    assert pica.n_iter_ == 30 and len(pica.history_) == 30
+    assert {"objective", "reconstruction", "critic_mse", "variance_penalty"} <= set(pica.history_[0])
+    assert str(pica.device_) == "cpu"
+    assert list(pica.get_feature_names_out()) == ["pica0", "pica1"]
+
+
+def test_same_seed_same_result():
+    X, _ = make_pca_vs_pica(1_000, random_state=0)
+    params = dict(n_components=2, random_state=3, max_iter=20)
+    with pytest.warns(ConvergenceWarning):
+        first = PICA(**params).fit(X)
+    with pytest.warns(ConvergenceWarning):
+        second = PICA(**params).fit(X)
+    np.testing.assert_array_equal(first.components_, second.components_)
+
+
+def test_max_iter_before_convergence_warns():
+    X, _ = make_pca_vs_pica(500, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="max_iter=5"):
+        PICA(n_components=2, max_iter=5, random_state=0).fit(X)
+
+
+def test_progress_bar_with_verbose(capsys):
+    X, _ = make_pca_vs_pica(500, random_state=0)
+    with pytest.warns(ConvergenceWarning):
+        PICA(n_components=2, max_iter=10, verbose=1, random_state=0).fit(X)
+    assert "PICA" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("X", "params", "error", "message"),
+    [
+        ([[0.0, np.nan], [1.0, 2.0], [2.0, 1.0]], {}, ValueError, "NaN"),
+        ([[0.0, np.inf], [1.0, 2.0], [2.0, 1.0]], {}, ValueError, "infinity"),
+        ([[0.0, 1.0]], {}, ValueError, "minimum of 2"),
+        ([0.0, 1.0, 2.0], {}, ValueError, "2D array"),
+        ([["a", "b"], ["c", "d"]], {}, ValueError, "convert"),
+        (np.eye(3), {"n_components": 4}, ValueError, "n_components=4 must be between 1 and"),
+        (np.eye(3), {"n_components": 0}, ValueError, "'n_components' parameter of PICA"),
+        (np.eye(3), {"dependence_weight": -1}, ValueError, "'dependence_weight' parameter"),
+        (np.eye(3), {"device": "tpu"}, ValueError, "device must be 'auto', 'cpu'"),
+    ],
+)
+def test_bad_input_gets_a_clear_error(X, params, error, message):
+    with pytest.raises(error, match=message):
+        PICA(max_iter=2, **params).fit(X)
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="tests the absence of CUDA")
+def test_cuda_without_cuda_is_a_clear_error():
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        PICA(device="cuda").fit(np.eye(3))
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_wrong_width_at_transform_and_inverse_transform(fitted):
+    pica, _ = fitted
+    with pytest.raises(ValueError, match="X has 2 features, but PICA is expecting 3"):
+        pica.transform(np.zeros((4, 2)))
+    with pytest.raises(ValueError, match="X has 3 features, but PICA is expecting 2"):
+        pica.inverse_transform(np.zeros((4, 3)))

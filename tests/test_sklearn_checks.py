@@ -1,0 +1,31 @@
+"""scikit-learn's own estimator checks, including those check_estimator does not run."""
+
+import pytest
+from sklearn.utils.estimator_checks import (
+    check_param_validation,
+    check_set_output_transform,
+    check_transformer_get_feature_names_out,
+    parametrize_with_checks,
+)
+
+from sklearn_adm import PICA
+
+# Few iterations: the checks test the API, not the quality of the fit.
+ESTIMATORS = [PICA(max_iter=15)]
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@parametrize_with_checks(ESTIMATORS)
+def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
+@pytest.mark.parametrize(
+    "check",
+    [check_param_validation, check_set_output_transform, check_transformer_get_feature_names_out],
+    ids=lambda c: c.__name__,
+)
+def test_checks_not_run_by_check_estimator(estimator, check):
+    check(type(estimator).__name__, estimator)
