@@ -65,14 +65,14 @@ class _FeatureWiseMLP(nn.Module):
         super().__init__()
         self.weights = nn.ParameterList()
         self.biases = nn.ParameterList()
-        for fan_in, fan_out in zip(widths[:-1], widths[1:]):
+        for fan_in, fan_out in zip(widths[:-1], widths[1:], strict=True):
             self.weights.append(_uniform((n_features, fan_in, fan_out), 1 / math.sqrt(fan_in)))
             self.biases.append(_uniform((n_features, fan_out), 1 / math.sqrt(fan_in)))
         self.out_weight = _uniform((n_features, widths[-1]), 1 / math.sqrt(widths[-1]))
         self.out_bias = _uniform((n_features,), 1 / math.sqrt(widths[-1]))
 
     def forward(self, hidden):
-        for weight, bias in zip(self.weights, self.biases):
+        for weight, bias in zip(self.weights, self.biases, strict=True):
             hidden = torch.einsum("ndi,dio->ndo", _activation(hidden), weight) + bias
         return (_activation(hidden) * self.out_weight).sum(dim=-1) + self.out_bias
 
@@ -148,7 +148,9 @@ class ADMCritic(nn.Module):
         h = predictor_widths[0]
         # First predictor layer R^d -> R^(d*h): block j sees the other features of its group.
         # Stored as one (d, d*h) matrix, input k to unit (j, u), so that the layer is one matmul.
-        sees = torch.block_diag(*[torch.ones(group_size, group_size)] * self.n_groups) - torch.eye(d)
+        sees = torch.block_diag(*[torch.ones(group_size, group_size)] * self.n_groups) - torch.eye(
+            d
+        )
         bound = _FIRST_LAYER_GAIN / math.sqrt(max(group_size - 1, 1))
         self.predictor_in = _uniform((d, d * h), bound)
         self.predictor_in_bias = _uniform((d, h), bound)
@@ -163,7 +165,8 @@ class ADMCritic(nn.Module):
     def _check_input(self, z):
         if z.ndim != 2 or z.shape[1] != self.n_features:
             raise ValueError(
-                f"ADMCritic expects a (n_samples, {self.n_features}) tensor, got shape {tuple(z.shape)}."
+                f"ADMCritic expects a (n_samples, {self.n_features}) tensor, "
+                f"got shape {tuple(z.shape)}."
             )
         if z.shape[0] < 2:
             raise ValueError("ADMCritic needs at least 2 samples to compute batch statistics.")

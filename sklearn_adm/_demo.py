@@ -58,7 +58,9 @@ def format_table(rows):
         f"{'dCor(z1,z2)':>11} {'recon. MSE':>10} {'fit (s)':>8}"
     ]
     for row in rows:
-        d1, d2 = (np.array2string(np.abs(d), precision=2, suppress_small=True) for d in row["directions"])
+        d1, d2 = (
+            np.array2string(np.abs(d), precision=2, suppress_small=True) for d in row["directions"]
+        )
         lines.append(
             f"{row['method']:<8} {d1:<20} {d2:<20} {row['dcor']:>11.3f} "
             f"{row['reconstruction']:>10.2f} {row['seconds']:>8.2f}"
@@ -73,7 +75,7 @@ def plot(rows, factors, path):
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(len(rows), 2, figsize=(9, 3.2 * len(rows)), squeeze=False)
-    for row, (left, right) in zip(rows, axes):
+    for row, (left, right) in zip(rows, axes, strict=True):
         for ax, factor, label in ((left, factors[:, 0], "$v_1$"), (right, factors[:, 1], "$v_2$")):
             points = ax.scatter(row["Z"][:, 0], row["Z"][:, 1], c=factor, s=2, cmap="viridis")
             ax.set_title(f"{row['method']}: coloured by {label} (dCor {row['dcor']:.3f})")

@@ -17,8 +17,7 @@ def resolve_device(device):
         device = str(device)
     if not isinstance(device, str) or not _DEVICE_PATTERN.match(device):
         raise ValueError(
-            "device must be 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'; "
-            f"got {device!r} instead."
+            f"device must be 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'; got {device!r} instead."
         )
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")

@@ -126,7 +126,9 @@ class AdversarialGame:
         self.generator = generator
         device = next(critic.parameters()).device
         self.encoder_optimizer = make_adam(autoencoder.parameters(), settings.learning_rate, device)
-        self.critic_optimizer = make_adam(critic.parameters(), settings.critic_learning_rate, device)
+        self.critic_optimizer = make_adam(
+            critic.parameters(), settings.critic_learning_rate, device
+        )
         self.average = AveragedModel(
             autoencoder, multi_avg_fn=get_ema_multi_avg_fn(settings.ema_decay), use_buffers=True
         )
@@ -168,7 +170,7 @@ class AdversarialGame:
         params = [p for p in self.autoencoder.parameters() if p.requires_grad]
         # Restarts share no parameters: the gradient of the sum trains each on its own loss.
         grads = torch.autograd.grad(loss.sum(), params)  # the critic's own gradients are not needed
-        for p, g in zip(params, grads):
+        for p, g in zip(params, grads, strict=True):
             p.grad = g
         self.encoder_optimizer.step()
         self.average.update_parameters(self.autoencoder)
@@ -179,7 +181,6 @@ class AdversarialGame:
         loss, terms, alpha = self._objective(self.average.module, X_val)
         self.alpha = alpha
         return loss, terms, self.average.module.encode(X_val)
-
 
     def _train_critic(self, X_train, steps):
         for _ in range(steps):
@@ -268,9 +269,10 @@ def _relative_change(snapshots, since, z, init, n_init):
 
 def _history_entry(record, init):
     entry = {"iteration": record["iteration"]}
-    entry.update(zip(_TERMS, record["train"][:, init].tolist()))
+    entry.update(zip(_TERMS, record["train"][:, init].tolist(), strict=True))
     if "val" in record:
-        entry.update(zip(["val_" + t for t in _TERMS], record["val"][:, init].tolist()))
+        val_terms = ["val_" + t for t in _TERMS]
+        entry.update(zip(val_terms, record["val"][:, init].tolist(), strict=True))
         entry["val_change"] = record["val_change"]
     return entry
 

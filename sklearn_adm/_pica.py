@@ -10,13 +10,21 @@ from ._base import BaseADMTransformer
 class _TiedLinearAutoencoders(nn.Module):
     """``n_init`` linear autoencoders, encoder ``z = x W`` and decoder ``x_hat = z W^T`` (Eq. 6).
 
-    ``weight`` has shape ``(n_init, n_features, n_components)``.
+    ``weight`` has shape ``(n_init, n_features, n_components)``. Its columns have about unit
+    norm, so their entries shrink as ``1/sqrt(n_features)``; the trained parameter is
+    ``sqrt(n_features) * W``, whose entries stay of order 1, so that one Adam step size fits
+    any number of features.
     """
 
     def __init__(self, weight):
         super().__init__()
         self.n_init = weight.shape[0]
-        self.weight = nn.Parameter(weight)
+        self._unit = weight.shape[1] ** -0.5
+        self.coordinates = nn.Parameter(weight / self._unit)
+
+    @property
+    def weight(self):
+        return self.coordinates * self._unit
 
     def encode(self, x):
         return torch.einsum("nl,rld->nrd", x, self.weight).flatten(start_dim=1)
@@ -63,8 +71,10 @@ class PICA(BaseADMTransformer):
         Maximum number of encoder updates.
     batch_size : int or None, default=512
         Rows per minibatch; None (or a size above the number of training rows) uses them all.
-    learning_rate : float, default=0.01
-        Adam step size of the encoder.
+    learning_rate : float, default=0.02
+        Adam step size of the encoder, on the directions' coordinates scaled by
+        ``sqrt(n_features)`` (each coordinate then moves by about
+        ``learning_rate / sqrt(n_features)`` per update, whatever the number of features).
     critic_learning_rate : float, default=0.02
         Adam step size of the critic.
     tol : float, default=1e-3
@@ -166,7 +176,7 @@ class PICA(BaseADMTransformer):
         probes=True,
         max_iter=1000,
         batch_size=512,
-        learning_rate=1e-2,
+        learning_rate=2e-2,
         critic_learning_rate=2e-2,
         tol=1e-3,
         n_iter_no_change=120,
@@ -216,7 +226,9 @@ class PICA(BaseADMTransformer):
         self.components_ = components.astype(dtype)
         self.mean_ = self.mean_.astype(dtype)
         self.explained_variance_ = variance.astype(dtype)
-        self.explained_variance_ratio_ = (variance / total_variance if total_variance > 0 else variance * 0).astype(dtype)
+        self.explained_variance_ratio_ = (
+            variance / total_variance if total_variance > 0 else variance * 0
+        ).astype(dtype)
 
     def _transform(self, X):
         return (X - self.mean_) @ self.components_.T

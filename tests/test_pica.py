@@ -47,7 +47,9 @@ def test_units_do_not_matter():
     with pytest.warns(ConvergenceWarning):
         large = PICA(**params).fit(1000 * X)
     np.testing.assert_allclose(large.components_, small.components_, atol=1e-4)
-    np.testing.assert_allclose(large.transform(1000 * X), 1000 * small.transform(X), rtol=1e-3, atol=1e-2)
+    np.testing.assert_allclose(
+        large.transform(1000 * X), 1000 * small.transform(X), rtol=1e-3, atol=1e-2
+    )
 
 
 def test_without_dependence_term_it_finds_pca_subspace():
@@ -59,7 +61,9 @@ def test_without_dependence_term_it_finds_pca_subspace():
     cosines = np.linalg.svd(basis.T @ pca.components_.T, compute_uv=False)
     assert cosines.min() > 0.999  # principal angles between the two subspaces near 0
     # Within the subspace a plain autoencoder may rotate freely; the variance kept is PCA's.
-    np.testing.assert_allclose(pica.explained_variance_.sum(), pca.explained_variance_.sum(), rtol=0.01)
+    np.testing.assert_allclose(
+        pica.explained_variance_.sum(), pca.explained_variance_.sum(), rtol=0.01
+    )
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +87,9 @@ def test_fitted_attributes_follow_pca_conventions(fitted):
     largest = np.abs(pica.components_).argmax(axis=1)
     assert np.all(pica.components_[np.arange(2), largest] > 0)
     assert pica.n_iter_ == 30 and len(pica.history_) == 30
-    assert {"objective", "reconstruction", "critic_mse", "variance_penalty"} <= set(pica.history_[0])
+    assert {"objective", "reconstruction", "critic_mse", "variance_penalty"} <= set(
+        pica.history_[0]
+    )
     assert str(pica.device_) == "cpu"
     assert list(pica.get_feature_names_out()) == ["pica0", "pica1"]
 
