@@ -140,3 +140,18 @@ def test_bad_construction_is_rejected():
         ADMCritic(5, n_groups=2)
     with pytest.raises(ValueError, match="hidden widths"):
         ADMCritic(3, critic_hidden=0)
+
+
+def test_held_out_calibration_keeps_a_memorising_critic_honest(rng):
+    """On few rows the critic memorises; calibrated on fresh rows it reads no dependence."""
+    from sklearn_adm._game import calibrate
+
+    z = rng.uniform(size=(1200, 16))
+    train, test = split(z, 600)
+    critic = train_critic(train, steps=600)
+    assert 1 - held_out_mse(critic, train).mean() > 0.2  # fake dependence on its own rows
+    assert held_out_mse(critic, test).mean() > 1.05  # its raw predictions hurt on fresh rows
+    alpha, mse = calibrate(critic, torch.as_tensor(test, dtype=torch.float32))
+    assert torch.all((alpha >= 0) & (alpha <= 1))
+    assert 1 - mse.mean().item() < 0.03  # honest: independent
+    assert torch.all(mse <= 1.0 + 1e-6)

@@ -149,3 +149,44 @@ def test_wrong_width_at_transform_and_inverse_transform(fitted):
         pica.transform(np.zeros((4, 2)))
     with pytest.raises(ValueError, match="X has 3 features, but PICA is expecting 2"):
         pica.inverse_transform(np.zeros((4, 3)))
+
+
+def test_divergence_is_detected_and_the_last_good_state_kept(monkeypatch):
+    """A non-finite loss stops training with a warning naming a remedy; output stays finite."""
+    from sklearn_adm import _game
+
+    calls = {"n": 0}
+    original = _game.AdversarialGame._encoder_step
+
+    def poisoned(self, X_train):
+        calls["n"] += 1
+        loss, terms = original(self, X_train)
+        return (loss * float("nan"), terms) if calls["n"] == 25 else (loss, terms)
+
+    monkeypatch.setattr(_game.AdversarialGame, "_encoder_step", poisoned)
+    X, _ = make_pca_vs_pica(1_000, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="diverged at iteration 25.*Lower learning_rate"):
+        pica = PICA(n_components=2, random_state=0, max_iter=50).fit(X)
+    assert pica.n_iter_ == 25
+    assert np.all(np.isfinite(pica.components_))
+    assert np.all(np.isfinite(pica.transform(X)))
+
+
+def test_keyboard_interrupt_leaves_a_usable_model(monkeypatch):
+    from sklearn_adm import _game
+
+    calls = {"n": 0}
+    original = _game.AdversarialGame._encoder_step
+
+    def interrupted(self, X_train):
+        calls["n"] += 1
+        if calls["n"] == 15:
+            raise KeyboardInterrupt
+        return original(self, X_train)
+
+    monkeypatch.setattr(_game.AdversarialGame, "_encoder_step", interrupted)
+    X, _ = make_pca_vs_pica(1_000, random_state=0)
+    with pytest.warns(UserWarning, match="interrupted at iteration 15"):
+        pica = PICA(n_components=2, random_state=0, max_iter=50).fit(X)
+    assert pica.transform(X).shape == (1_000, 2)
+    assert np.all(np.isfinite(pica.components_))
