@@ -111,9 +111,11 @@ class AdversarialGame:
     Parameters
     ----------
     autoencoder : torch.nn.Module
-        Has ``encode(x) -> z`` and ``decode(z) -> x_hat``.
+        ``n_init`` starts side by side: an ``n_init`` attribute, ``encode(x)`` returning the
+        ``(n, n_init * n_components)`` representations of all of them, and
+        ``reconstruction_error(x, z)`` returning each start's error, shape ``(n_init,)``.
     critic : ADMCritic
-        Its ``n_features`` equals the width of ``z``.
+        Its ``n_features`` equals the width of ``z`` and its ``n_groups`` equals ``n_init``.
     settings : GameSettings
     generator : torch.Generator
         Draws the minibatches; seeded by the estimator's ``random_state``.
@@ -143,7 +145,8 @@ class AdversarialGame:
         return X[index]
 
     def _objective(self, autoencoder, x, alpha=None):
-        """Encoder loss of each restart on ``x``, shape ``(n_init,)``, and its three terms.
+        """Encoder loss of each start on ``x``, shape ``(n_init,)``, its three terms, the
+        calibration used and the representation.
 
         With ``alpha=None`` the critic is calibrated on ``x`` (held-out rows): the honest version.
         """
@@ -163,10 +166,10 @@ class AdversarialGame:
             + s.dependence_weight * (1.0 - critic_mse)
             + s.variance_weight * penalty
         )
-        return loss, (reconstruction, critic_mse, penalty), alpha
+        return loss, (reconstruction, critic_mse, penalty), alpha, z
 
     def _encoder_step(self, X_train):
-        loss, terms, _ = self._objective(self.autoencoder, self._batch(X_train), self.alpha)
+        loss, terms, _, _ = self._objective(self.autoencoder, self._batch(X_train), self.alpha)
         params = [p for p in self.autoencoder.parameters() if p.requires_grad]
         # Restarts share no parameters: the gradient of the sum trains each on its own loss.
         grads = torch.autograd.grad(loss.sum(), params)  # the critic's own gradients are not needed
@@ -178,9 +181,8 @@ class AdversarialGame:
 
     @torch.no_grad()
     def _evaluate(self, X_val):
-        loss, terms, alpha = self._objective(self.average.module, X_val)
-        self.alpha = alpha
-        return loss, terms, self.average.module.encode(X_val)
+        loss, terms, self.alpha, z = self._objective(self.average.module, X_val)
+        return loss, terms, z
 
     def _train_critic(self, X_train, steps):
         for _ in range(steps):
