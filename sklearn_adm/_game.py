@@ -100,6 +100,18 @@ def calibrate(critic, z):
     return alpha, dependence_mse(target, alpha * prediction)
 
 
+def train_critic(critic, z_train, *, steps, batch_size, learning_rate, generator):
+    """The game with the encoder fixed: ``steps`` critic updates on minibatches of ``z_train``."""
+    optimizer = make_adam(critic.parameters(), learning_rate, z_train.device)
+    batch_size = min(batch_size, len(z_train))
+    for _ in range(steps):
+        rows = torch.randint(
+            len(z_train), (batch_size,), generator=generator, device=z_train.device
+        )
+        critic_step(critic, optimizer, z_train[rows])
+    return critic
+
+
 def variance_hinge(z):
     """Per-feature hinge keeping the variance above 1 (paper, "Preventing Variance Collapse")."""
     return torch.relu(1.0 - z.var(dim=0))

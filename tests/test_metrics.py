@@ -1,0 +1,60 @@
+"""The distance-correlation engine equals dcor's V-statistics to 1e-6 in float64."""
+
+import dcor
+import numpy as np
+import pytest
+
+from sklearn_adm.metrics import distance_correlation_one_vs_rest, distance_correlation_pairwise
+
+
+def varied_data():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=300)
+    yield "gaussian", rng.normal(size=(300, 4))
+    yield "dependent", np.c_[x, x**2, np.sin(3 * x), rng.normal(size=300)]
+    yield "heavy tails", rng.standard_cauchy(size=(300, 3))
+    yield "ties", np.round(rng.normal(size=(300, 3)))
+    yield "integers", rng.integers(0, 5, size=(300, 3))
+    yield "constant column", np.c_[rng.normal(size=(300, 2)), np.full(300, 7.0)]
+    yield "large offset and scale", 1e6 + 1e3 * rng.uniform(size=(300, 3))
+    yield "three rows", rng.normal(size=(3, 3))
+
+
+DATA = list(varied_data())
+
+
+@pytest.mark.parametrize("squared", [False, True])
+@pytest.mark.parametrize(("name", "Z"), DATA, ids=[name for name, _ in DATA])
+def test_one_vs_rest_matches_dcor(name, Z, squared):
+    reference_function = dcor.distance_correlation_sqr if squared else dcor.distance_correlation
+    Z64 = Z.astype(float)
+    expected = [reference_function(Z64[:, j], np.delete(Z64, j, axis=1)) for j in range(Z.shape[1])]
+    np.testing.assert_allclose(
+        distance_correlation_one_vs_rest(Z, squared=squared), expected, atol=1e-6, rtol=0
+    )
+
+
+@pytest.mark.parametrize("squared", [False, True])
+@pytest.mark.parametrize(("name", "Z"), DATA, ids=[name for name, _ in DATA])
+def test_pairwise_matches_dcor(name, Z, squared):
+    reference_function = dcor.distance_correlation_sqr if squared else dcor.distance_correlation
+    Z64 = Z.astype(float)
+    d = Z.shape[1]
+    expected = [[reference_function(Z64[:, j], Z64[:, k]) for k in range(d)] for j in range(d)]
+    np.testing.assert_allclose(
+        distance_correlation_pairwise(Z, squared=squared), expected, atol=1e-6, rtol=0
+    )
+
+
+def test_pairwise_blocks_do_not_change_the_result():
+    Z = np.random.default_rng(1).normal(size=(200, 5))
+    np.testing.assert_allclose(
+        distance_correlation_pairwise(Z, block_rows=7), distance_correlation_pairwise(Z), atol=1e-12
+    )
+
+
+def test_dependent_feature_scores_higher_than_independent_ones():
+    rng = np.random.default_rng(2)
+    x = rng.uniform(-1, 1, size=1000)
+    scores = distance_correlation_one_vs_rest(np.c_[x, x**2, rng.uniform(size=1000)])
+    assert scores[0] > 0.3 and scores[1] > 0.3 and scores[2] < 0.1
