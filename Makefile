@@ -29,6 +29,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_pica.py
+	$(BIN)/python benchmarks/bench_dcor.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
