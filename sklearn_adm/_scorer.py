@@ -54,7 +54,9 @@ class DependenceScorer(BaseEstimator):
         critic updates), ``batch_size`` (512), ``critic_learning_rate`` (0.02) and
         ``validation_fraction`` (0.3, the rows held out for the estimate).
     device : str, default="auto"
-        Where ``"adm"`` trains: "auto", "cpu", "cuda", "cuda:N" or "mps".
+        "auto", "cpu", "cuda", "cuda:N" or "mps": where ``"adm"`` trains, and where the
+        one-against-the-rest distance correlation runs (torch, float64) when it is not the
+        CPU (there, a numba kernel).
 
     See Also
     --------
@@ -128,7 +130,9 @@ class DependenceScorer(BaseEstimator):
         """
         Z, rng = self._prepare(Z)
         if self.metric in ("dcor", "dcor_sq"):
-            return distance_correlation_one_vs_rest(Z, squared=self.metric == "dcor_sq")
+            return distance_correlation_one_vs_rest(
+                Z, squared=self.metric == "dcor_sq", device=resolve_device(self.device)
+            )
         if self.metric == "pearson":
             return _multiple_correlation(Z)
         return self._adm(Z, rng, groups=None)
@@ -203,7 +207,7 @@ class DependenceScorer(BaseEstimator):
         if not isinstance(n_permutations, Integral) or n_permutations < 1:
             raise ValueError(f"n_permutations must be a positive integer, got {n_permutations!r}.")
         Z, rng = self._prepare(Z)
-        scorer = DependenceScorer(self.metric, max_samples=None)
+        scorer = DependenceScorer(self.metric, max_samples=None, device=self.device)
         observed = scorer.per_feature(Z)
         permuted = np.array(
             [scorer.per_feature(_shuffle_columns(Z, rng)) for _ in range(n_permutations)]

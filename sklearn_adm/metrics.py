@@ -20,6 +20,7 @@ Pairwise. For 1-D features the same identity turns ``sum_ik a^j_ik a^l_ik`` for 
 
 import numba
 import numpy as np
+import torch
 
 __all__ = ["distance_correlation_one_vs_rest", "distance_correlation_pairwise"]
 
@@ -52,6 +53,23 @@ def _one_vs_rest_sums(z):
     return row_a, row_b, sum_ab, sum_aa, sum_bb
 
 
+def _one_vs_rest_sums_torch(Z, device, block_bytes=256e6):
+    """The sums of :func:`_one_vs_rest_sums` with torch in float64, in blocks of rows; for
+    accelerators, where the pairwise differences of a block fit in ``block_bytes``."""
+    z = torch.as_tensor(Z, dtype=torch.float64, device=device)
+    n, d = z.shape
+    block = max(1, int(block_bytes / (8 * 4 * n * d)))
+    sums = [[] for _ in range(5)]
+    for start in range(0, n, block):
+        diff = z[start : start + block, None, :] - z[None, :, :]  # (block, n, d)
+        a_squared = diff.square()
+        a = diff.abs()
+        b = (a_squared.sum(dim=2, keepdim=True) - a_squared).clamp_min(0.0).sqrt()
+        for out, value in zip(sums, (a, b, a * b, a_squared, b.square()), strict=True):
+            out.append(value.sum(dim=1).cpu())
+    return [torch.cat(parts).numpy() for parts in sums]
+
+
 def _centred_sum(cross, row_x, row_y, n):
     """``sum_ik X_ik Y_ik`` of the double-centred matrices, from raw sums (module docstring)."""
     return (
@@ -68,7 +86,7 @@ def _ratio(covariance, variance_x, variance_y):
     )
 
 
-def distance_correlation_one_vs_rest(Z, *, squared=False):
+def distance_correlation_one_vs_rest(Z, *, squared=False, device="cpu"):
     """Distance correlation of each column of ``Z`` with all the other columns together.
 
     Parameters
@@ -77,6 +95,9 @@ def distance_correlation_one_vs_rest(Z, *, squared=False):
         At least two columns; computed in float64.
     squared : bool, default=False
         Return the squared distance correlation (``dcor.distance_correlation_sqr``).
+    device : str or torch.device, default="cpu"
+        ``"cpu"`` runs the numba kernel; another device (``"cuda"``) runs the same sums in
+        torch, float64, in blocks of rows of about 256 MB.
 
     Returns
     -------
@@ -94,7 +115,10 @@ def distance_correlation_one_vs_rest(Z, *, squared=False):
     """
     Z = np.ascontiguousarray(Z, dtype=np.float64)
     n = Z.shape[0]
-    row_a, row_b, sum_ab, sum_aa, sum_bb = _one_vs_rest_sums(Z)
+    if torch.device(device).type == "cpu":
+        row_a, row_b, sum_ab, sum_aa, sum_bb = _one_vs_rest_sums(Z)
+    else:
+        row_a, row_b, sum_ab, sum_aa, sum_bb = _one_vs_rest_sums_torch(Z, device)
     squared_dcor = _ratio(
         _centred_sum(sum_ab.sum(axis=0), row_a, row_b, n),
         _centred_sum(sum_aa.sum(axis=0), row_a, row_a, n),

@@ -58,3 +58,14 @@ def test_dependent_feature_scores_higher_than_independent_ones():
     x = rng.uniform(-1, 1, size=1000)
     scores = distance_correlation_one_vs_rest(np.c_[x, x**2, rng.uniform(size=1000)])
     assert scores[0] > 0.3 and scores[1] > 0.3 and scores[2] < 0.1
+
+
+def test_torch_engine_matches_the_numba_engine():
+    """The path taken on accelerators, checked here on the CPU through the same torch code."""
+    from sklearn_adm.metrics import _one_vs_rest_sums, _one_vs_rest_sums_torch
+
+    Z = np.random.default_rng(3).normal(size=(300, 5))
+    for numba_sums, torch_sums in zip(
+        _one_vs_rest_sums(Z), _one_vs_rest_sums_torch(Z, "cpu", block_bytes=1e5), strict=True
+    ):
+        np.testing.assert_allclose(torch_sums, numba_sums, rtol=1e-10, atol=1e-9)
