@@ -8,10 +8,10 @@ from sklearn.utils.estimator_checks import (
     parametrize_with_checks,
 )
 
-from sklearn_adm import PICA
+from sklearn_adm import PICA, NonlinearPICA
 
 # Few iterations: the checks test the API, not the quality of the fit.
-ESTIMATORS = [PICA(max_iter=15)]
+ESTIMATORS = [PICA(max_iter=15), NonlinearPICA(max_iter=15, hidden_layer_sizes=(8,))]
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

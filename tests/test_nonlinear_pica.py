@@ -1,0 +1,74 @@
+"""NonlinearPICA: independent components from nonlinearly mixed factors."""
+
+import pickle
+
+import dcor
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from sklearn_adm import NonlinearPICA
+from sklearn_adm.datasets import make_nonlinear_mixture
+
+
+def evaluate(model, seed):
+    X, factors = make_nonlinear_mixture(10_000, random_state=100 + seed)
+    Z = model.transform(X)
+    r2 = 1 - ((X - model.inverse_transform(Z)) ** 2).sum() / ((X - X.mean(0)) ** 2).sum()
+    between = dcor.distance_correlation(Z[:, 0], Z[:, 1], method="avl")
+    follows = np.array(
+        [
+            [dcor.distance_correlation(Z[:, i], factors[:, j], method="avl") for j in range(2)]
+            for i in range(2)
+        ]
+    )
+    return r2, between, follows
+
+
+@pytest.fixture(scope="module")
+def adm_and_plain():
+    X, _ = make_nonlinear_mixture(5_000, random_state=0)
+    adm = NonlinearPICA(n_components=2, random_state=0).fit(X)
+    plain = NonlinearPICA(n_components=2, dependence_weight=0, random_state=0).fit(X)
+    return adm, plain
+
+
+def test_adm_makes_the_bottleneck_far_less_dependent_than_a_plain_autoencoder(adm_and_plain):
+    adm, plain = adm_and_plain
+    adm_r2, adm_between, _ = evaluate(adm, 0)
+    plain_r2, plain_between, _ = evaluate(plain, 0)
+    assert adm_r2 >= 0.9 and plain_r2 >= 0.9
+    assert plain_between > 0.2  # the plain bottleneck mixes the factors
+    assert adm_between < 0.1 and adm_between < plain_between / 3
+    assert adm.history_[-1]["val_critic_mse"] > 0.9  # the critic finds little left
+
+
+def test_fitted_state_is_numpy_and_pickles(adm_and_plain):
+    adm, _ = adm_and_plain
+    X, _ = make_nonlinear_mixture(100, random_state=1)
+    assert all(isinstance(w, np.ndarray) for w in adm.encoder_weights_ + adm.decoder_weights_)
+    restored = pickle.loads(pickle.dumps(adm))
+    np.testing.assert_array_equal(restored.transform(X), adm.transform(X))
+    np.testing.assert_array_equal(
+        restored.inverse_transform(adm.transform(X)), adm.inverse_transform(adm.transform(X))
+    )
+
+
+def test_float32_in_float32_out():
+    X, _ = make_nonlinear_mixture(300, random_state=0)
+    with pytest.warns(ConvergenceWarning):
+        model = NonlinearPICA(n_components=2, max_iter=5, random_state=0).fit(X.astype(np.float32))
+    assert model.transform(X.astype(np.float32)).dtype == np.float32
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"activation": "sigmoid"}, "'activation' parameter of NonlinearPICA"),
+        ({"hidden_layer_sizes": (8, 0)}, "hidden_layer_sizes must be positive"),
+        ({"hidden_layer_sizes": 8}, "'hidden_layer_sizes' parameter"),
+    ],
+)
+def test_bad_parameters(params, message):
+    with pytest.raises(ValueError, match=message):
+        NonlinearPICA(max_iter=2, **params).fit(np.random.default_rng(0).normal(size=(50, 3)))
