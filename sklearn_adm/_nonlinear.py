@@ -115,7 +115,8 @@ random_state, verbose
     >>> rng = np.random.default_rng(0)
     >>> s = rng.uniform(-1, 1, size=(500, 2))
     >>> X = np.c_[s[:, 0] + s[:, 1], np.tanh(2 * s[:, 0]) * s[:, 1], np.sin(2 * s[:, 1])]
-    >>> model = NonlinearPICA(n_components=2, max_iter=50, random_state=0).fit(X)
+    >>> # a quick, rough fit: stop once the components move by less than 5 % over 20 updates
+    >>> model = NonlinearPICA(2, n_iter_no_change=20, tol=0.05, random_state=0).fit(X)
     >>> model.transform(X).shape
     (500, 2)
     """
