@@ -1,0 +1,104 @@
+"""Awkward but valid input gives finite output; property-based checks over shapes and scales."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sklearn.exceptions import ConvergenceWarning
+
+from sklearn_adm import PICA, DependenceScorer, NonlinearPICA
+
+QUICK = [
+    PICA(n_components=2, max_iter=8, random_state=0),
+    NonlinearPICA(n_components=2, max_iter=8, hidden_layer_sizes=(8,), random_state=0),
+]
+IDS = ["PICA", "NonlinearPICA"]
+
+
+def awkward_inputs():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    yield "constant column", np.c_[X[:, :2], np.full(60, 4.0)]
+    yield "duplicated column", np.c_[X[:, :2], X[:, 0]]
+    yield "all constant", np.ones((60, 3))
+    yield "scaled by 1e9", 1e9 * X
+    yield "scaled by 1e-9", 1e-9 * X
+    yield "two samples", X[:2]
+    yield "integers", rng.integers(0, 10, size=(60, 3))
+    yield "list", X.tolist()
+    yield "Fortran order", np.asfortranarray(X)
+    yield "DataFrame", pd.DataFrame(X, columns=["a", "b", "c"])
+
+
+INPUTS = list(awkward_inputs())
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("estimator", QUICK, ids=IDS)
+@pytest.mark.parametrize(("name", "X"), INPUTS, ids=[name for name, _ in INPUTS])
+def test_awkward_input_gives_finite_output(estimator, name, X):
+    Z = estimator.fit_transform(X)
+    assert Z.shape == (len(X), 2)
+    assert np.all(np.isfinite(Z))
+    assert np.all(np.isfinite(estimator.inverse_transform(Z)))
+
+
+@pytest.mark.parametrize("metric", ["dcor", "dcor_sq", "pearson"])
+@pytest.mark.parametrize(("name", "X"), INPUTS, ids=[name for name, _ in INPUTS])
+def test_scorer_on_awkward_input(metric, name, X):
+    values = DependenceScorer(metric).per_feature(X)
+    assert np.all(np.isfinite(values)) and np.all((values >= 0) & (values <= 1 + 1e-12))
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    n_samples=st.integers(2, 40),
+    n_features=st.integers(1, 4),
+    log_scale=st.integers(-8, 8),
+    dtype=st.sampled_from([np.float32, np.float64]),
+    seed=st.integers(0, 1000),
+)
+def test_fit_transform_never_returns_nan(n_samples, n_features, log_scale, dtype, seed):
+    X = (np.random.default_rng(seed).normal(size=(n_samples, n_features)) * 10.0**log_scale).astype(
+        dtype
+    )
+    for estimator in (
+        PICA(max_iter=3, random_state=0),
+        NonlinearPICA(max_iter=3, hidden_layer_sizes=(4,), random_state=0),
+    ):
+        Z = estimator.fit_transform(X)
+        assert Z.dtype == dtype
+        assert np.all(np.isfinite(Z))
+
+
+@pytest.mark.parametrize(
+    ("X", "error", "message"),
+    [
+        (np.zeros((5, 3, 2)), ValueError, "3"),
+        (np.array([["a", "b"], ["c", "d"]]), ValueError, "convert"),
+        (
+            __import__("scipy").sparse.random(20, 3, density=0.5, format="csr"),
+            TypeError,
+            "Sparse data",
+        ),
+    ],
+)
+@pytest.mark.parametrize(
+    "make", [lambda: PICA(max_iter=2), lambda: DependenceScorer()], ids=["PICA", "scorer"]
+)
+def test_more_bad_input(make, X, error, message):
+    target = make()
+    with pytest.raises(error, match=message):
+        target.fit(X) if hasattr(target, "fit") else target.per_feature(X)
+
+
+def test_same_seed_same_result_nonlinear():
+    X = np.random.default_rng(0).normal(size=(200, 4))
+    params = dict(n_components=2, max_iter=20, hidden_layer_sizes=(8,), random_state=1)
+    with pytest.warns(ConvergenceWarning):
+        first = NonlinearPICA(**params).fit(X)
+    with pytest.warns(ConvergenceWarning):
+        second = NonlinearPICA(**params).fit(X)
+    np.testing.assert_array_equal(first.transform(X), second.transform(X))
