@@ -7,6 +7,7 @@ from sklearn.decomposition import PCA
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_adm import PICA
+from sklearn_adm._device import resolve_device
 from sklearn_adm.datasets import make_pca_vs_pica
 
 
@@ -90,7 +91,7 @@ def test_fitted_attributes_follow_pca_conventions(fitted):
     assert {"objective", "reconstruction", "critic_mse", "variance_penalty"} <= set(
         pica.history_[0]
     )
-    assert str(pica.device_) == "cpu"
+    assert pica.device_ == resolve_device("auto")
     assert list(pica.get_feature_names_out()) == ["pica0", "pica1"]
 
 
