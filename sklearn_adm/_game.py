@@ -58,6 +58,8 @@ class GameSettings:
     ema_decay: float = 0.95
     #: critic updates on the initial representations before the first encoder update
     warmup_steps: int = 200
+    #: held-out rows on which the autoencoder's selection penalty is computed
+    selection_rows: int = 1024
 
 
 @dataclass
@@ -125,7 +127,9 @@ class AdversarialGame:
     autoencoder : torch.nn.Module
         ``n_init`` starts side by side: an ``n_init`` attribute, ``encode(x)`` returning the
         ``(n, n_init * n_components)`` representations of all of them, and
-        ``reconstruction_error(x, z)`` returning each start's error, shape ``(n_init,)``.
+        ``reconstruction_error(x, z)`` returning each start's error, shape ``(n_init,)``, and
+        ``selection_penalty(z)``, shape ``(n_init,)``, added to the held-out objective when the
+        starts are ranked (zero where the objective alone decides; may be infinite).
     critic : ADMCritic
         Its ``n_features`` equals the width of ``z`` and its ``n_groups`` equals ``n_init``.
     settings : GameSettings
@@ -193,8 +197,12 @@ class AdversarialGame:
 
     @torch.no_grad()
     def _evaluate(self, X_val):
-        loss, terms, self.alpha, z = self._objective(self.average.module, X_val)
-        return loss, terms, z
+        """Held-out objective of each start, its terms, the representation, and the criterion
+        that ranks the starts: the objective plus the autoencoder's ``selection_penalty``."""
+        average = self.average.module
+        loss, terms, self.alpha, z = self._objective(average, X_val)
+        criterion = loss + average.selection_penalty(z[: self.settings.selection_rows])
+        return loss, terms, z, criterion
 
     def _train_critic(self, X_train, steps):
         for _ in range(steps):
@@ -207,9 +215,10 @@ class AdversarialGame:
 
         Stopping rule: every ``eval_every`` updates, the averaged encoder encodes the held-out
         rows; training has converged when the leading start's representation (the one with
-        the lowest held-out objective) changed by less than ``tol``, relative to its variance,
-        over the last ``n_iter_no_change`` updates. Returns a :class:`GameResult` whose
-        ``best_init`` names the leading start and whose history describes it.
+        the lowest held-out objective plus selection penalty) changed by less than ``tol``,
+        relative to its variance, over the last ``n_iter_no_change`` updates. Returns a
+        :class:`GameResult` whose ``best_init`` names the leading start and whose history
+        describes it.
         """
         s = self.settings
         records, snapshots, leader = [], [], 0
@@ -230,8 +239,8 @@ class AdversarialGame:
                 progress.update()
                 if n_iter % s.eval_every and n_iter != s.max_iter:
                     continue
-                objective, val_terms, z_val = self._evaluate(X_val)
-                leader = int(objective.argmin())
+                objective, val_terms, z_val, criterion = self._evaluate(X_val)
+                leader = int(criterion.argmin())
                 change = _relative_change(
                     snapshots, n_iter - s.n_iter_no_change, z_val, leader, self.autoencoder.n_init
                 )

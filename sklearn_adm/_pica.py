@@ -29,6 +29,10 @@ class _TiedLinearAutoencoders(nn.Module):
     def encode(self, x):
         return torch.einsum("nl,rld->nrd", x, self.weight).flatten(start_dim=1)
 
+    def selection_penalty(self, z):
+        """Zero: the held-out objective alone ranks linear starts."""
+        return torch.zeros(self.coordinates.shape[0], device=z.device)
+
     def reconstruction_error(self, x, z):
         codes = z.view(z.shape[0], self.n_init, -1)
         x_hat = torch.einsum("nrd,rld->nrl", codes, self.weight)

@@ -101,7 +101,8 @@ class DependenceScorer(BaseEstimator):
         self.device = device
 
     def _prepare(self, Z):
-        """Validate parameters and ``Z``; return float64 rows (subsampled) and a RandomState."""
+        """Validate parameters and ``Z``; return float64 rows (subsampled), a RandomState and
+        the device."""
         self._validate_params()
         unknown = set(self.critic_params or {}) - set(_CRITIC_DEFAULTS)
         if unknown:
@@ -109,11 +110,12 @@ class DependenceScorer(BaseEstimator):
                 f"Unknown critic_params {sorted(unknown)}; expected some of "
                 f"{sorted(_CRITIC_DEFAULTS)}."
             )
+        device = resolve_device(self.device)
         Z = check_array(Z, dtype=np.float64, ensure_min_samples=2, ensure_min_features=2)
         rng = check_random_state(self.random_state)
         if self.max_samples is not None and len(Z) > self.max_samples:
             Z = Z[np.sort(rng.choice(len(Z), self.max_samples, replace=False))]
-        return Z, rng
+        return Z, rng, device
 
     def per_feature(self, Z):
         """Dependence of each column on all the other columns together.
@@ -128,14 +130,14 @@ class DependenceScorer(BaseEstimator):
         ndarray of shape (n_features,)
             In [0, 1]; a constant column has 0.
         """
-        Z, rng = self._prepare(Z)
+        Z, rng, device = self._prepare(Z)
         if self.metric in ("dcor", "dcor_sq"):
             return distance_correlation_one_vs_rest(
-                Z, squared=self.metric == "dcor_sq", device=resolve_device(self.device)
+                Z, squared=self.metric == "dcor_sq", device=device
             )
         if self.metric == "pearson":
             return _multiple_correlation(Z)
-        return self._adm(Z, rng, groups=None)
+        return self._adm(Z, rng, device, groups=None)
 
     def score(self, Z):
         """Mean of :meth:`per_feature`: the paper's metric with ``metric="dcor"``.
@@ -162,7 +164,7 @@ class DependenceScorer(BaseEstimator):
         ndarray of shape (n_features, n_features)
             Symmetric; 1 on the diagonal except for constant columns.
         """
-        Z, rng = self._prepare(Z)
+        Z, rng, device = self._prepare(Z)
         if self.metric in ("dcor", "dcor_sq"):
             return distance_correlation_pairwise(Z, squared=self.metric == "dcor_sq")
         if self.metric == "pearson":
@@ -170,7 +172,7 @@ class DependenceScorer(BaseEstimator):
         d = Z.shape[1]
         first, second = np.triu_indices(d, k=1)
         pairs = np.column_stack([first, second]).ravel()  # columns (j, l) side by side
-        dependence = self._adm(Z[:, pairs], rng, groups=len(first)).reshape(-1, 2)
+        dependence = self._adm(Z[:, pairs], rng, device, groups=len(first)).reshape(-1, 2)
         result = np.eye(d) * (Z.std(axis=0) > 0)
         result[first, second] = result[second, first] = dependence.mean(axis=1)
         return result
@@ -206,7 +208,7 @@ class DependenceScorer(BaseEstimator):
             )
         if not isinstance(n_permutations, Integral) or n_permutations < 1:
             raise ValueError(f"n_permutations must be a positive integer, got {n_permutations!r}.")
-        Z, rng = self._prepare(Z)
+        Z, rng, _ = self._prepare(Z)
         scorer = DependenceScorer(self.metric, max_samples=None, device=self.device)
         observed = scorer.per_feature(Z)
         permuted = np.array(
@@ -225,10 +227,9 @@ class DependenceScorer(BaseEstimator):
             estimator = estimator[:-1]
         return -self.score(estimator.transform(X))
 
-    def _adm(self, Z, rng, groups):
+    def _adm(self, Z, rng, device, groups):
         """1 - calibrated held-out critic MSE per column, clipped to [0, 1]."""
         params = {**_CRITIC_DEFAULTS, **(self.critic_params or {})}
-        device = resolve_device(self.device)
         seed = int(rng.randint(np.iinfo(np.int32).max))
         train_rows, val_rows = split_rows(len(Z), params["validation_fraction"], rng)
         z = torch.as_tensor(Z, dtype=torch.float32, device=device)

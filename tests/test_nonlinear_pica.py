@@ -5,9 +5,11 @@ import pickle
 import dcor
 import numpy as np
 import pytest
+import torch
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_adm import NonlinearPICA
+from sklearn_adm._nonlinear import _MLPAutoencoders
 from sklearn_adm.datasets import make_nonlinear_mixture
 
 
@@ -41,6 +43,35 @@ def test_adm_makes_the_bottleneck_far_less_dependent_than_a_plain_autoencoder(ad
     assert plain_between > 0.2  # the plain bottleneck mixes the factors
     assert adm_between < 0.1 and adm_between < plain_between / 3
     assert adm.history_[-1]["val_critic_mse"] > 0.9  # the critic finds little left
+
+
+def test_each_component_follows_one_factor(adm_and_plain):
+    adm, plain = adm_and_plain
+    _, _, follows = evaluate(adm, 0)  # follows[i, j]: dCor of component i with factor j
+    factor = follows.argmax(axis=1)  # the factor each component follows
+    assert sorted(factor) == [0, 1]
+    leak = follows[[0, 1], 1 - factor]  # dCor with the other factor
+    assert np.all(follows[[0, 1], factor] > 0.9) and np.all(leak < 0.2)
+    _, _, plain_follows = evaluate(plain, 0)
+    plain_leak = plain_follows[[0, 1], 1 - plain_follows.argmax(axis=1)]
+    assert plain_leak.max() > 2 * leak.max()  # the plain bottleneck mixes the factors more
+
+
+def test_decoder_contrast_measures_how_far_from_orthogonal_the_columns_are():
+    autoencoders = _MLPAutoencoders(3, n_features=3, n_components=2, hidden=(), activation="tanh")
+    angle = np.pi / 4
+    columns = torch.tensor(
+        [
+            [[1.0, 0.0, 0.0], [0.0, 2.0, 0.0]],  # orthogonal: 0, whatever the norms
+            [[1.0, 0.0, 0.0], [np.cos(angle), np.sin(angle), 0.0]],  # -log sin(angle)
+            [[1.0, 0.0, 0.0], [0.0, 0.0, 0.0]],  # a direction ignored: infinite
+        ]
+    )
+    with torch.no_grad():
+        autoencoders.decoder.weights[0].copy_(columns)
+        contrast = autoencoders.selection_penalty(torch.randn(50, 6)).numpy()
+    np.testing.assert_allclose(contrast[:2], [0.0, -np.log(np.sin(angle))], atol=1e-6)
+    assert contrast[2] == np.inf
 
 
 def test_fitted_state_is_numpy_and_pickles(adm_and_plain):

@@ -5,7 +5,6 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_adm import PICA, DependenceScorer, NonlinearPICA
 
@@ -71,34 +70,3 @@ def test_fit_transform_never_returns_nan(n_samples, n_features, log_scale, dtype
         Z = estimator.fit_transform(X)
         assert Z.dtype == dtype
         assert np.all(np.isfinite(Z))
-
-
-@pytest.mark.parametrize(
-    ("X", "error", "message"),
-    [
-        (np.zeros((5, 3, 2)), ValueError, "3"),
-        (np.array([["a", "b"], ["c", "d"]]), ValueError, "convert"),
-        (
-            __import__("scipy").sparse.random(20, 3, density=0.5, format="csr"),
-            TypeError,
-            "Sparse data",
-        ),
-    ],
-)
-@pytest.mark.parametrize(
-    "make", [lambda: PICA(max_iter=2), lambda: DependenceScorer()], ids=["PICA", "scorer"]
-)
-def test_more_bad_input(make, X, error, message):
-    target = make()
-    with pytest.raises(error, match=message):
-        target.fit(X) if hasattr(target, "fit") else target.per_feature(X)
-
-
-def test_same_seed_same_result_nonlinear():
-    X = np.random.default_rng(0).normal(size=(200, 4))
-    params = dict(n_components=2, max_iter=20, hidden_layer_sizes=(8,), random_state=1)
-    with pytest.warns(ConvergenceWarning):
-        first = NonlinearPICA(**params).fit(X)
-    with pytest.warns(ConvergenceWarning):
-        second = NonlinearPICA(**params).fit(X)
-    np.testing.assert_array_equal(first.transform(X), second.transform(X))

@@ -2,6 +2,7 @@
 
 import pytest
 from sklearn.utils.estimator_checks import (
+    check_global_output_transform_pandas,
     check_param_validation,
     check_set_output_transform,
     check_transformer_get_feature_names_out,
@@ -24,7 +25,12 @@ def test_sklearn_compatible_estimator(estimator, check):
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
 @pytest.mark.parametrize(
     "check",
-    [check_param_validation, check_set_output_transform, check_transformer_get_feature_names_out],
+    [
+        check_param_validation,
+        check_set_output_transform,
+        check_global_output_transform_pandas,
+        check_transformer_get_feature_names_out,
+    ],
     ids=lambda c: c.__name__,
 )
 def test_checks_not_run_by_check_estimator(estimator, check):
