@@ -30,6 +30,8 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_pica.py
 	$(BIN)/python benchmarks/bench_dcor.py
+	$(BIN)/python benchmarks/bench_nonlinear_pica.py
+	$(BIN)/python benchmarks/bench_devices.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
