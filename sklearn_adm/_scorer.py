@@ -14,7 +14,11 @@ from ._base import split_rows
 from ._critic import ADMCritic
 from ._device import resolve_device
 from ._game import calibrate, train_critic
-from .metrics import distance_correlation_one_vs_rest, distance_correlation_pairwise
+from .metrics import (
+    distance_correlation_one_vs_rest,
+    distance_correlation_pairwise,
+    gradient_boosting_dependence,
+)
 
 #: Options of the learned metric, and their defaults.
 _CRITIC_DEFAULTS = {
@@ -33,7 +37,7 @@ class DependenceScorer(BaseEstimator):
 
     Parameters
     ----------
-    metric : {"dcor", "dcor_sq", "pearson", "adm"}, default="dcor"
+    metric : {"dcor", "dcor_sq", "pearson", "adm", "hgb"}, default="dcor"
         - ``"dcor"``: distance correlation (Székely et al. 2007), the biased V-statistic that
           ``dcor.distance_correlation`` computes, by the exact engine of
           :mod:`sklearn_adm.metrics`. 0 if and only if independent (in the population).
@@ -43,6 +47,12 @@ class DependenceScorer(BaseEstimator):
         - ``"adm"``: the learned estimate: an :class:`ADMCritic` is trained on part of the
           rows and ``1 - MSE`` on the other rows, calibrated and clipped to [0, 1], estimates
           the squared maximal correlation of each column with the others.
+        - ``"hgb"``: a judge from another model family than the critic: the held-out R^2 of
+          gradient-boosted trees (:class:`~sklearn.ensemble.HistGradientBoostingRegressor`)
+          predicting each column and its square from the others, clipped to [0, 1] and
+          averaged over the two targets (:func:`sklearn_adm.metrics.gradient_boosting_dependence`).
+          Use it to check that a representation trained against the ADM critic did not only
+          fool that critic. Pairwise, each column of a pair is predicted from the other.
     max_samples : int or None, default=5000
         Rows used at most, drawn without replacement; None uses all rows. Distance
         correlation costs ``O(n^2 d)`` time (memory ``O(n d)``).
@@ -78,7 +88,7 @@ class DependenceScorer(BaseEstimator):
     """
 
     _parameter_constraints: dict = {
-        "metric": [StrOptions({"dcor", "dcor_sq", "pearson", "adm"})],
+        "metric": [StrOptions({"dcor", "dcor_sq", "pearson", "adm", "hgb"})],
         "max_samples": [Interval(Integral, 2, None, closed="left"), None],
         "random_state": ["random_state"],
         "critic_params": [dict, None],
@@ -115,7 +125,7 @@ class DependenceScorer(BaseEstimator):
         rng = check_random_state(self.random_state)
         if self.max_samples is not None and len(Z) > self.max_samples:
             Z = Z[np.sort(rng.choice(len(Z), self.max_samples, replace=False))]
-        return Z, rng, device
+        return _rescale(Z), rng, device
 
     def per_feature(self, Z):
         """Dependence of each column on all the other columns together.
@@ -137,6 +147,8 @@ class DependenceScorer(BaseEstimator):
             )
         if self.metric == "pearson":
             return _multiple_correlation(Z)
+        if self.metric == "hgb":
+            return gradient_boosting_dependence(Z, random_state=rng).mean(axis=1)
         return self._adm(Z, rng, device, groups=None)
 
     def score(self, Z):
@@ -170,6 +182,12 @@ class DependenceScorer(BaseEstimator):
         if self.metric == "pearson":
             return np.abs(_correlation(Z))
         d = Z.shape[1]
+        if self.metric == "hgb":
+            result = np.eye(d) * (Z.std(axis=0) > 0)
+            for j, l in zip(*np.triu_indices(d, k=1), strict=True):
+                pair = gradient_boosting_dependence(Z[:, [j, l]], random_state=rng)
+                result[j, l] = result[l, j] = pair.mean()
+            return result
         first, second = np.triu_indices(d, k=1)
         pairs = np.column_stack([first, second]).ravel()  # columns (j, l) side by side
         dependence = self._adm(Z[:, pairs], rng, device, groups=len(first)).reshape(-1, 2)
@@ -201,10 +219,10 @@ class DependenceScorer(BaseEstimator):
         floor : ndarray of shape (n_features,)
             Mean statistic over the permutations.
         """
-        if self.metric == "adm":
+        if self.metric in ("adm", "hgb"):
             raise ValueError(
-                "test() supports the metrics 'dcor', 'dcor_sq' and 'pearson'; with 'adm' each "
-                "permutation would train a critic."
+                "test() supports the metrics 'dcor', 'dcor_sq' and 'pearson'; with "
+                f"'{self.metric}' each permutation would train new models."
             )
         if not isinstance(n_permutations, Integral) or n_permutations < 1:
             raise ValueError(f"n_permutations must be a positive integer, got {n_permutations!r}.")
@@ -252,6 +270,18 @@ class DependenceScorer(BaseEstimator):
         )
         _, mse = calibrate(critic, z[val_rows])
         return np.clip(1.0 - mse.cpu().numpy().astype(np.float64), 0.0, 1.0)
+
+
+def _rescale(Z):
+    """Centre the columns and divide by one number, the largest magnitude: every metric is
+    invariant to that, and any finite input then stays far from overflow (squared distances of
+    1e150-sized entries would be infinite)."""
+    peak = np.abs(Z).max()
+    if peak > 0:
+        Z = Z / peak
+    Z = Z - Z.mean(axis=0)
+    peak = np.abs(Z).max()
+    return Z / peak if peak > 0 else Z
 
 
 def _shuffle_columns(Z, rng):

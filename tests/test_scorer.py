@@ -9,7 +9,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from sklearn_adm import DependenceScorer
-from sklearn_adm.metrics import distance_correlation_one_vs_rest
+from sklearn_adm.metrics import distance_correlation_one_vs_rest, gradient_boosting_dependence
 
 ADM_BUDGET = {"max_iter": 300}
 
@@ -47,7 +47,7 @@ def test_pearson_is_the_multiple_correlation(rng):
     np.testing.assert_allclose(pairwise, pairwise.T)
 
 
-@pytest.mark.parametrize("metric", ["dcor", "dcor_sq", "pearson", "adm"])
+@pytest.mark.parametrize("metric", ["dcor", "dcor_sq", "pearson", "adm", "hgb"])
 def test_constant_column_has_no_dependence(metric, rng):
     Z = np.c_[xx2_and_noise(rng, 1000), np.full(1000, 3.0)]
     scorer = DependenceScorer(metric, random_state=0, critic_params=ADM_BUDGET)
@@ -119,9 +119,38 @@ def test_bad_input_gets_a_clear_error(Z, params, message):
         DependenceScorer(**params).per_feature(Z)
 
 
-def test_test_rejects_adm():
+@pytest.mark.parametrize("metric", ["adm", "hgb"])
+def test_test_rejects_the_trained_metrics(metric):
     with pytest.raises(ValueError, match="test\\(\\) supports"):
-        DependenceScorer("adm").test(np.eye(3))
+        DependenceScorer(metric).test(np.eye(3))
+
+
+@pytest.mark.parametrize("metric", ["dcor", "dcor_sq", "pearson", "adm", "hgb"])
+@pytest.mark.parametrize("factor", [1e150, 1e-150])
+def test_any_finite_scale_gives_the_same_answer(metric, factor, rng):
+    """Every metric is scale invariant; huge or tiny entries must not overflow or underflow
+    into zeros or NaN (1e150 used to give all zeros for dcor and NaN for adm)."""
+    Z = xx2_and_noise(rng, 800)
+    scorer = DependenceScorer(metric, random_state=0, critic_params=ADM_BUDGET)
+    reference = scorer.per_feature(Z)
+    if metric != "pearson":  # the (x, x^2) pair is uncorrelated: only pearson misses it
+        assert reference[:2].min() > 0.1
+    np.testing.assert_allclose(scorer.per_feature(Z * factor), reference, atol=0.02)
+    assert np.all(np.isfinite(scorer.pairwise(Z[:, :2] * factor)))
+
+
+def test_hgb_judge_reads_mean_and_spread_dependence(rng):
+    """Trees see x from x^2 only through the square; independent columns read about 0."""
+    x = rng.uniform(-1, 1, size=3000)
+    spread = rng.uniform(-1, 1, size=3000) * (0.1 + np.abs(x))  # mean-independent of x, not independent
+    Z = np.c_[x, x**2, spread, rng.uniform(size=3000)]
+    judged = gradient_boosting_dependence(Z, random_state=0)
+    assert judged[1, 0] > 0.95  # x^2 is a function of x
+    assert judged[0, 0] < 0.05 and judged[0, 1] > 0.95  # x's sign is lost, its square is not
+    assert judged[2, 0] < 0.05 and judged[2, 1] > 0.1  # heteroscedastic: only the square
+    assert judged[3].max() < 0.03
+    scorer = DependenceScorer("hgb", random_state=0)
+    np.testing.assert_allclose(scorer.per_feature(Z)[3], 0.0, atol=0.03)
 
 
 def test_grid_search_without_y_prefers_less_dependent_representations(rng):
