@@ -58,7 +58,9 @@ def main(argv=None):
     demo.add_argument("--verbose", type=int, default=1, help="0 hides the progress bar")
     score = commands.add_parser("score", help="dependence of each column of a .npy/.csv file")
     score.add_argument("file", help="a 2-D array: .npy, or .csv with an optional header row")
-    score.add_argument("--metric", default="dcor", choices=["dcor", "dcor_sq", "pearson", "adm", "hgb"])
+    score.add_argument(
+        "--metric", default="dcor", choices=["dcor", "dcor_sq", "pearson", "adm", "hgb"]
+    )
     score.add_argument(
         "--max-samples", type=int, default=5000, help="rows used at most (0: all rows)"
     )

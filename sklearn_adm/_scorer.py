@@ -184,9 +184,9 @@ class DependenceScorer(BaseEstimator):
         d = Z.shape[1]
         if self.metric == "hgb":
             result = np.eye(d) * (Z.std(axis=0) > 0)
-            for j, l in zip(*np.triu_indices(d, k=1), strict=True):
-                pair = gradient_boosting_dependence(Z[:, [j, l]], random_state=rng)
-                result[j, l] = result[l, j] = pair.mean()
+            for j, k in zip(*np.triu_indices(d, k=1), strict=True):
+                pair = gradient_boosting_dependence(Z[:, [j, k]], random_state=rng)
+                result[j, k] = result[k, j] = pair.mean()
             return result
         first, second = np.triu_indices(d, k=1)
         pairs = np.column_stack([first, second]).ravel()  # columns (j, l) side by side

@@ -142,7 +142,8 @@ def test_any_finite_scale_gives_the_same_answer(metric, factor, rng):
 def test_hgb_judge_reads_mean_and_spread_dependence(rng):
     """Trees see x from x^2 only through the square; independent columns read about 0."""
     x = rng.uniform(-1, 1, size=3000)
-    spread = rng.uniform(-1, 1, size=3000) * (0.1 + np.abs(x))  # mean-independent of x, not independent
+    # mean-independent of x, not independent: its spread grows with |x|
+    spread = rng.uniform(-1, 1, size=3000) * (0.1 + np.abs(x))
     Z = np.c_[x, x**2, spread, rng.uniform(size=3000)]
     judged = gradient_boosting_dependence(Z, random_state=0)
     assert judged[1, 0] > 0.95  # x^2 is a function of x
