@@ -60,7 +60,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default="docstrings", choices=["docstrings", "digits"])
     parser.add_argument("--n-components", type=int, default=32)
-    parser.add_argument("--weights", type=float, nargs="+", default=[0.1, 0.3, 1.0])
+    parser.add_argument("--weights", type=float, nargs="+", default=[0.1, 0.3, 0.5, 1.0, 2.0])
     args = parser.parse_args()
     X, y = load(args.data)
     print(

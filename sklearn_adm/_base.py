@@ -71,6 +71,10 @@ class BaseADMTransformer(
     }
 
     _per_feature_scaling = False
+    #: encoder updates after which only the leading start plays on (None: all to the end)
+    _narrow_after = None
+    #: the encoder's step size decays as learning_rate / (1 + t / this) (None: constant)
+    _learning_rate_decay = None
 
     @abstractmethod
     def _make_autoencoder(self, n_features, n_components, X_train):
@@ -200,6 +204,7 @@ class BaseADMTransformer(
             )
         autoencoder.to(self.device_)
         critic.to(self.device_)
+        X_train, X_val = autoencoder.prepare(X_train), autoencoder.prepare(X_val)
         generator = torch.Generator(device=self.device_).manual_seed(seed)
         game = AdversarialGame(autoencoder, critic, self._game_settings(len(train_rows)), generator)
         result = game.play(X_train, X_val, desc=type(self).__name__)
@@ -224,6 +229,8 @@ class BaseADMTransformer(
             tol=self.tol,
             n_iter_no_change=self.n_iter_no_change,
             verbose=self.verbose,
+            narrow_after=self._narrow_after,
+            learning_rate_decay=self._learning_rate_decay,
         )
 
     @property

@@ -162,6 +162,36 @@ class ADMCritic(nn.Module):
             self.probe_in_bias = _uniform((d, probe_widths[0]), _FIRST_LAYER_GAIN)
             self.probe = _FeatureWiseMLP(d, probe_widths)
 
+    @torch.no_grad()
+    def keep_group(self, group):
+        """Keep only the probes and predictors of one group, in place: the critic then scores
+        that group's ``n_features / n_groups`` features alone, as trained so far."""
+        size = self.n_features // self.n_groups
+        rows = slice(group * size, (group + 1) * size)
+
+        def cut(parameter, index):
+            return nn.Parameter(parameter[index].clone())
+
+        units = slice(
+            rows.start * self._mask.shape[1] // self.n_features,
+            rows.stop * self._mask.shape[1] // self.n_features,
+        )
+        self.predictor_in = cut(self.predictor_in, (rows, units))
+        self._mask = self._mask[rows, units].clone()
+        self.predictor_in_bias = cut(self.predictor_in_bias, rows)
+        mlps = [self.predictor] + ([self.probe] if self.probes else [])
+        if self.probes:
+            self.probe_in = cut(self.probe_in, rows)
+            self.probe_in_bias = cut(self.probe_in_bias, rows)
+        for mlp in mlps:
+            for parameters in (mlp.weights, mlp.biases):
+                for i, parameter in enumerate(parameters):
+                    parameters[i] = cut(parameter, rows)
+            mlp.out_weight = cut(mlp.out_weight, rows)
+            mlp.out_bias = cut(mlp.out_bias, rows)
+        self.n_features, self.n_groups = size, 1
+        return self
+
     def _check_input(self, z):
         if z.ndim != 2 or z.shape[1] != self.n_features:
             raise ValueError(

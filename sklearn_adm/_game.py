@@ -31,10 +31,40 @@ from dataclasses import dataclass
 
 import torch
 from sklearn.exceptions import ConvergenceWarning
+from torch import nn
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm.auto import tqdm
 
 from ._critic import dependence_mse
+
+
+class Autoencoders(nn.Module):
+    """What the game needs of an autoencoder: ``n_init`` starts side by side.
+
+    Subclasses set ``n_init`` and implement ``encode(x)``, returning the
+    ``(n, n_init * n_components)`` codes of all starts, and ``reconstruction_error(x, z)``,
+    each start's error ``(n_init,)``. The hooks below default to doing nothing.
+    """
+
+    def prepare(self, x):
+        """Map the rows once, before the game, into the coordinates ``encode`` reads."""
+        return x
+
+    def selection_penalty(self, z):
+        """Added to each start's held-out objective when the starts are ranked, ``(n_init,)``
+        (may be infinite); zero where the objective alone decides."""
+        return torch.zeros(self.n_init, device=z.device)
+
+    def after_update(self):
+        """Called after every encoder update (a retraction, a constraint, a second solver)."""
+
+    def make_optimizer(self, learning_rate, device):
+        """The encoder's optimizer; Adam unless the geometry asks for another."""
+        return make_adam(self.parameters(), learning_rate, device)
+
+    def keep_start(self, start):
+        """Keep only start ``start``, in place (``n_init`` becomes 1)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot narrow its starts.")
 
 
 @dataclass(frozen=True)
@@ -60,6 +90,10 @@ class GameSettings:
     warmup_steps: int = 200
     #: held-out rows on which the autoencoder's selection penalty is computed
     selection_rows: int = 1024
+    #: after this many encoder updates only the leading start plays on (None: all, to the end)
+    narrow_after: int | None = None
+    #: the encoder's step size at update t is learning_rate / (1 + t / learning_rate_decay)
+    learning_rate_decay: float | None = None
 
 
 @dataclass
@@ -124,12 +158,8 @@ class AdversarialGame:
 
     Parameters
     ----------
-    autoencoder : torch.nn.Module
-        ``n_init`` starts side by side: an ``n_init`` attribute, ``encode(x)`` returning the
-        ``(n, n_init * n_components)`` representations of all of them, and
-        ``reconstruction_error(x, z)`` returning each start's error, shape ``(n_init,)``, and
-        ``selection_penalty(z)``, shape ``(n_init,)``, added to the held-out objective when the
-        starts are ranked (zero where the objective alone decides; may be infinite).
+    autoencoder : Autoencoders
+        ``n_init`` starts side by side; ``X_train`` and ``X_val`` are already ``prepare``-d.
     critic : ADMCritic
         Its ``n_features`` equals the width of ``z`` and its ``n_groups`` equals ``n_init``.
     settings : GameSettings
@@ -143,7 +173,7 @@ class AdversarialGame:
         self.settings = settings
         self.generator = generator
         device = next(critic.parameters()).device
-        self.encoder_optimizer = make_adam(autoencoder.parameters(), settings.learning_rate, device)
+        self.encoder_optimizer = autoencoder.make_optimizer(settings.learning_rate, device)
         self.critic_optimizer = make_adam(
             critic.parameters(), settings.critic_learning_rate, device
         )
@@ -184,6 +214,14 @@ class AdversarialGame:
         )
         return loss, (reconstruction, critic_mse, penalty), alpha, z
 
+    def _decay_learning_rate(self, n_iter):
+        """Robbins-Monro: late steps are driven by the critic's noise and must shrink."""
+        if self.settings.learning_rate_decay:
+            for group in self.encoder_optimizer.param_groups:
+                group["lr"] = self.settings.learning_rate / (
+                    1 + n_iter / self.settings.learning_rate_decay
+                )
+
     def _encoder_step(self, X_train):
         loss, terms, _, _ = self._objective(self.autoencoder, self._batch(X_train), self.alpha)
         params = [p for p in self.autoencoder.parameters() if p.requires_grad]
@@ -192,6 +230,7 @@ class AdversarialGame:
         for p, g in zip(params, grads, strict=True):
             p.grad = g
         self.encoder_optimizer.step()
+        self.autoencoder.after_update()
         self.average.update_parameters(self.autoencoder)
         return loss, terms
 
@@ -203,6 +242,26 @@ class AdversarialGame:
         loss, terms, self.alpha, z = self._objective(average, X_val)
         criterion = loss + average.selection_penalty(z[: self.settings.selection_rows])
         return loss, terms, z, criterion
+
+    def _narrow(self, leader, records):
+        """Let start ``leader`` alone play on: cut the autoencoder, its average, the critic
+        and the records down to it, and give the encoder and critic fresh optimizers."""
+        self.autoencoder.keep_start(leader)
+        self.average.module.keep_start(leader)
+        self.critic.keep_group(leader)
+        size = self.critic.n_features
+        self.alpha = self.alpha[leader * size : (leader + 1) * size]
+        device = self.alpha.device
+        self.encoder_optimizer = self.autoencoder.make_optimizer(
+            self.settings.learning_rate, device
+        )
+        self.critic_optimizer = make_adam(
+            self.critic.parameters(), self.settings.critic_learning_rate, device
+        )
+        for record in records:
+            for key in ("train", "val"):
+                if key in record:
+                    record[key] = record[key][:, [leader]]
 
     def _train_critic(self, X_train, steps):
         for _ in range(steps):
@@ -229,6 +288,7 @@ class AdversarialGame:
         try:
             for n_iter in range(1, s.max_iter + 1):
                 self._train_critic(X_train, s.critic_steps)
+                self._decay_learning_rate(n_iter)
                 loss, terms = self._encoder_step(X_train)
                 values = torch.stack([loss, *terms])  # (4, n_init)
                 if not torch.isfinite(values).all():
@@ -241,6 +301,10 @@ class AdversarialGame:
                     continue
                 objective, val_terms, z_val, criterion = self._evaluate(X_val)
                 leader = int(criterion.argmin())
+                if n_iter == s.narrow_after and self.autoencoder.n_init > 1:
+                    self._narrow(leader, records)
+                    objective, val_terms, z_val, criterion = self._evaluate(X_val)
+                    snapshots, leader = [], 0
                 change = _relative_change(
                     snapshots, n_iter - s.n_iter_no_change, z_val, leader, self.autoencoder.n_init
                 )

@@ -7,6 +7,7 @@ from sklearn.utils._param_validation import StrOptions
 from torch import nn
 
 from ._base import BaseADMTransformer
+from ._game import Autoencoders
 
 _ACTIVATIONS = {
     "tanh": (torch.tanh, np.tanh),
@@ -42,7 +43,7 @@ class _BatchedMLP(nn.Module):
         return h
 
 
-class _MLPAutoencoders(nn.Module):
+class _MLPAutoencoders(Autoencoders):
     def __init__(self, n_init, n_features, n_components, hidden, activation):
         super().__init__()
         self.n_init = n_init

@@ -5,63 +5,158 @@ import torch
 from torch import nn
 
 from ._base import BaseADMTransformer
+from ._game import Autoencoders
+from ._rotation import NormalisedMomentum, negentropy_rotation, negentropy_step, polar
+
+#: eigenvalues below this share of the largest are numerical noise: those directions are dropped
+_RANK_TOLERANCE = 1e-6
+#: rows (whitened) on which the rotation's fixed point is computed
+_ROTATION_ROWS = 4096
 
 
-class _TiedLinearAutoencoders(nn.Module):
-    """``n_init`` linear autoencoders, encoder ``z = x W`` and decoder ``x_hat = z W^T`` (Eq. 6).
+class _SubspaceAutoencoders(Autoencoders):
+    """``n_init`` linear autoencoders whose codes are independent directions of a subspace.
 
-    ``weight`` has shape ``(n_init, n_features, n_components)``. Its columns have about unit
-    norm, so their entries shrink as ``1/sqrt(n_features)``; the trained parameter is
-    ``sqrt(n_features) * W``, whose entries stay of order 1, so that one Adam step size fits
-    any number of features.
+    The data are whitened once (``prepare``): ``x~ = Lambda^(-1/2) U^T x`` over the ``K``
+    principal directions with non-negligible variance. A start is an orthonormal frame ``V``
+    ``(K, d)``, its subspace, and a rotation ``R`` ``(d, d)`` inside it; its codes
+    ``z = x~ V R`` are white. The best linear decoder of white codes is the regression of
+    ``x`` on them, so the variance a start explains depends on ``V`` alone and is known exactly
+    from the eigenvalues, ``sum_kj V_kj^2 lambda_k`` (no minibatch noise). Every basis of
+    every subspace is reachable, FastICA's non-orthogonal one included, which tied weights
+    (decoder = encoder transposed) cannot express.
+
+    The game moves ``V``: its gradient keeps only the part that changes the subspace, scaled by
+    the inverse of the variance each direction of the frame explains (a Newton step for the
+    reconstruction, so that a high-variance direction is not given up to buy independence that a
+    low-variance one could buy cheaper), and a polar retraction keeps it orthonormal. ``R``
+    follows FastICA's negentropy fixed point, one step after every update. Letting the critic
+    turn ``R`` as well was measured to make sentence-embedding components *more* dependent, for
+    gradient-boosted trees and for a freshly trained critic alike: in tens of dimensions the
+    lagging critic is fooled by rotations; what it does well is choose which directions to keep.
     """
 
-    def __init__(self, weight):
+    def __init__(self, X_train, n_components, n_init, *, rotate):
         super().__init__()
-        self.n_init = weight.shape[0]
-        self._unit = weight.shape[1] ** -0.5
-        self.coordinates = nn.Parameter(weight / self._unit)
+        self.n_init = n_init
+        X = X_train.double()
+        eigenvalues, vectors = torch.linalg.eigh(X.T @ X / len(X))
+        eigenvalues, vectors = eigenvalues.flip(0).clamp_min(0), vectors.flip(1)
+        total = eigenvalues.sum().clamp_min(torch.finfo(X.dtype).tiny)
+        keep = max(int((eigenvalues > _RANK_TOLERANCE * eigenvalues[0]).sum()), n_components)
+        # The data are in units of unit mean variance (fit_scaling): a fixed floor keeps the
+        # whitener finite in float32, also for constant data.
+        floor = max(float(torch.finfo(X.dtype).eps * eigenvalues[0]), 1e-12)
+        eigenvalues, vectors = eigenvalues[:keep].clamp_min(floor), vectors[:, :keep]
+        dtype = X_train.dtype
+        self.register_buffer("whitener", (vectors * eigenvalues.rsqrt()).to(dtype))
+        self.register_buffer("variance_share", (eigenvalues / total).to(dtype))
+        self.pca_share = max(float(self.variance_share[:n_components].sum()), 1e-30)
+        starts = self._starts(keep, n_components, n_init, dtype)
+        self.frame = nn.Parameter(starts.to(X_train.device))
+        rows = torch.randperm(len(X_train), device=X_train.device)[:_ROTATION_ROWS]
+        self.rotation_rows = self.prepare(X_train[rows])
+        self.rotate = rotate and bool(eigenvalues[0] > floor)  # nothing to rotate in constant data
+        rotation = torch.eye(n_components, dtype=dtype, device=X_train.device)
+        rotation = rotation.repeat(n_init, 1, 1)
+        if self.rotate:  # a random rotation per start, then the fixed point in the start's subspace
+            rotation = negentropy_rotation(
+                self.rotation_rows @ self.frame.detach(), polar(torch.randn_like(rotation))
+            )
+        self.register_buffer("rotation", rotation)
 
-    @property
-    def weight(self):
-        return self.coordinates * self._unit
+    @staticmethod
+    def _starts(keep, d, n_init, dtype):
+        """Start 0 is PCA's subspace. Start ``r`` keeps PCA's leading directions and redraws
+        the last ``ceil(d r / n_init)`` at random among the principal directions just below
+        and above the cut: the game is not convex, and on the paper's example every start
+        at PCA's subspace ends in a worse optimum (it mixes ``x3`` into ``x1``'s component
+        instead of giving up ``x2``)."""
+        frame = torch.eye(keep, d, dtype=dtype).repeat(n_init, 1, 1)
+        for start in range(1, n_init):
+            redrawn = -(-d * start // n_init)
+            first, last = d - redrawn, min(keep, d + redrawn)
+            frame[start, :, first:] = 0.0
+            frame[start, first:last, first:] = polar(
+                torch.randn(last - first, redrawn, dtype=dtype)
+            )
+        return frame
+
+    def prepare(self, x):
+        return x @ self.whitener
+
+    def _moving_frame(self):
+        """The orthonormal frame, with the preconditioned, subspace-changing gradient."""
+        frame = polar(self.frame)
+        with torch.no_grad():  # inverse of the variance share of the frame's directions
+            gram = frame.transpose(-1, -2) @ (self.variance_share[:, None] * frame)
+            values, vectors = torch.linalg.eigh(gram)
+            values = (values / values.mean(dim=-1, keepdim=True)).clamp_min(1e-3)
+            preconditioner = (vectors / values.unsqueeze(-2)) @ vectors.transpose(-1, -2)
+        step = (self.frame - self.frame.detach()) @ preconditioner  # zero; carries the gradient
+        return frame + step - frame @ (frame.transpose(-1, -2) @ step)
 
     def encode(self, x):
-        return torch.einsum("nl,rld->nrd", x, self.weight).flatten(start_dim=1)
-
-    def selection_penalty(self, z):
-        """Zero: the held-out objective alone ranks linear starts."""
-        return torch.zeros(self.coordinates.shape[0], device=z.device)
+        weight = self._moving_frame() @ polar(self.rotation)
+        return torch.einsum("nk,rkd->nrd", x, weight).flatten(start_dim=1)
 
     def reconstruction_error(self, x, z):
-        codes = z.view(z.shape[0], self.n_init, -1)
-        x_hat = torch.einsum("nrd,rld->nrl", codes, self.weight)
-        return (x.unsqueeze(1) - x_hat).square().mean(dim=(0, 2))
+        """Share of PCA's explained variance given up, ``(n_init,)``: 0 on PCA's subspace."""
+        kept = (self._moving_frame().square() * self.variance_share[:, None]).sum(dim=(1, 2))
+        return 1.0 - kept / self.pca_share
+
+    def make_optimizer(self, learning_rate, device):
+        return NormalisedMomentum(self.parameters(), learning_rate)
+
+    def after_update(self):
+        with torch.no_grad():
+            self.frame.copy_(polar(self.frame))
+            if self.rotate:
+                scores = self.rotation_rows @ self.frame
+                self.rotation.copy_(negentropy_step(scores, self.rotation))
+
+    def keep_start(self, start):
+        self.frame = nn.Parameter(self.frame.detach()[start : start + 1].clone())
+        self.rotation = self.rotation[start : start + 1].clone()
+        self.n_init = 1
+
+    def unmixing(self, start):
+        """The trained encoder of one start on the scaled inputs, ``(n_features, d)``."""
+        with torch.no_grad():
+            weight = polar(self.frame[start]) @ polar(self.rotation[start])
+            return (self.whitener.double() @ weight.double()).numpy()
 
 
 class PICA(BaseADMTransformer):
     r"""Principal and Independent Component Analysis.
 
-    A linear autoencoder with tied weights (the decoder is the encoder transposed) trained to
-    reconstruct the data while an ADM critic tries to predict each component from the others
-    (paper, Eq. 6). Where PCA only makes its components uncorrelated, PICA makes them
-    independent: it finds the directions of most variance whose projections are mutually
-    independent. With ``dependence_weight=0`` it is PCA, found by gradient descent.
+    A linear autoencoder trained to reconstruct the data while an ADM critic tries to predict
+    each component from the others (paper, Eq. 6). Where PCA only makes its components
+    uncorrelated, PICA makes them independent: it chooses the subspace of most variance whose
+    components can be made mutually independent, giving up variance where independence is worth
+    more (``dependence_weight``). With ``dependence_weight=0`` it is PCA.
+
+    The paper ties the decoder to the encoder (its transpose), which can only rotate PCA's
+    scores orthogonally. Here the decoder is the least-squares one, which lets the components
+    be any basis of their subspace, like FastICA's: the game chooses the subspace against the
+    critic, and inside it the components follow FastICA's negentropy fixed point (a critic
+    that also turned them was measured to make them more dependent). See the user guide.
 
     Parameters
     ----------
     n_components : int or None, default=None
         Number of components. None keeps ``n_features``.
-    dependence_weight : float, default=1.0
+    dependence_weight : float, default=0.5
         Weight :math:`\lambda` of the dependence term ``1 - mean critic MSE``. 0 turns ADM off.
+        Larger values give up more variance for more independence; the default is the
+        smallest of 0.1, 0.2, ..., 0.5 that solves the paper's example for every seed tried.
     reconstruction_weight : float, default=1.0
-        Weight of the reconstruction error. The error is measured on data centred and scaled
-        to unit mean variance, i.e. as the fraction of variance left unexplained, so neither
-        weight depends on the units of ``X``.
+        Weight of the reconstruction term: the share of PCA's explained variance that the
+        components give up (0 on PCA's subspace), computed exactly from the covariance, so
+        that neither weight depends on the units of ``X`` or on ``n_components``.
     variance_weight : float, default=0.0
-        Weight of the hinge keeping each component's variance above 1 (in the scaled units).
-        The tied decoder already ties the scale of the components to the reconstruction, so
-        PICA does not need it.
+        Weight of the hinge keeping each component's variance above 1. The components are
+        white by construction, so PICA does not need it.
     critic_steps : int, default=4
         Critic updates per encoder update (``k`` in Algorithm 1).
     critic_hidden : int or tuple of int, default=32
@@ -76,12 +171,12 @@ class PICA(BaseADMTransformer):
     batch_size : int or None, default=512
         Rows per minibatch; None (or a size above the number of training rows) uses them all.
     learning_rate : float, default=0.02
-        Adam step size of the encoder, on the directions' coordinates scaled by
-        ``sqrt(n_features)`` (each coordinate then moves by about
-        ``learning_rate / sqrt(n_features)`` per update, whatever the number of features).
+        Initial angle, in radians, by which each direction of the subspace turns per update
+        (in whitened coordinates); it decays as ``1 / (1 + t / 50)`` so that the game, whose
+        late steps are driven by noise, settles.
     critic_learning_rate : float, default=0.02
         Adam step size of the critic.
-    tol : float, default=1e-3
+    tol : float, default=1e-2
         Convergence threshold: training stops when the representation of the held-out rows
         (by the averaged encoder of the leading start) has changed by less than ``tol``,
         relative to its variance, over the last ``n_iter_no_change`` encoder updates.
@@ -94,9 +189,12 @@ class PICA(BaseADMTransformer):
         choice among starts, and the calibration that keeps a critic which memorised its rows
         from driving the encoder. With fewer than 10 held-out rows, all rows serve both roles.
     n_init : int, default=4
-        Number of random starts, trained side by side in one batched game (on a CPU about 1.5
-        times the cost of one); the start with the lowest held-out objective at the end is
-        kept. The game is not convex: a single start can stall near a saddle.
+        Number of starts, trained side by side in one batched game for the first 100 updates;
+        then the start with the lowest held-out objective plays on alone. Start 0 is PCA's
+        subspace; start ``r`` keeps PCA's leading directions and redraws the last
+        ``ceil(n_components * r / n_init)`` among the principal directions around the cut.
+        The game is not convex: on the paper's example the start at PCA's subspace ends in a
+        worse optimum.
     device : {"auto", "cpu", "cuda", "cuda:N", "mps"}, default="auto"
         Where to train: "auto" uses CUDA when available. Training runs in float32; the fitted
         components are numpy arrays, so ``transform`` runs anywhere.
@@ -109,15 +207,21 @@ class PICA(BaseADMTransformer):
     Attributes
     ----------
     components_ : ndarray of shape (n_components, n_features)
-        The encoder's directions, ordered by decreasing explained variance, each with its
-        largest entry positive. Rows have about unit norm but are not exactly orthonormal:
-        they are the trained tied weights.
+        The encoder (un-mixing) directions, ordered by decreasing explained variance, each
+        with its largest entry positive: ``transform(X) = (X - mean_) @ components_.T``. Not
+        orthonormal in general; equal to PCA's when the components are PCA's.
+    mixing_ : ndarray of shape (n_features, n_components)
+        The decoder: unit-norm columns, the least-squares reconstruction from the components,
+        ``inverse_transform(Z) = Z @ mixing_.T + mean_``.
     mean_ : ndarray of shape (n_features,)
         Per-feature mean of the training data.
     explained_variance_ : ndarray of shape (n_components,)
-        Variance of each component on the training data.
+        Variance of each component on the training data: the variance it adds to the
+        reconstruction (its decoder column has unit norm and the components are
+        uncorrelated, so these add up to the variance reconstructed, as for PCA).
     explained_variance_ratio_ : ndarray of shape (n_components,)
-        ``explained_variance_`` divided by the total variance of the training data.
+        ``explained_variance_`` divided by the total variance of the training data; the sum
+        is the share of variance the reconstruction explains.
     n_components_ : int
         Number of components.
     n_features_in_ : int
@@ -128,7 +232,7 @@ class PICA(BaseADMTransformer):
         Number of encoder updates run.
     history_ : list of dict
         One entry per encoder update, for the start that was kept: ``objective``,
-        ``reconstruction`` (fraction of variance unexplained), ``critic_mse`` and
+        ``reconstruction`` (share of PCA's explained variance given up), ``critic_mse`` and
         ``variance_penalty`` on the training minibatch; every 10 updates also the same four
         on the held-out rows (``val_objective``, ...; ``val_critic_mse`` is the honest
         estimate, 1 for independent components) and ``val_change``, the quantity ``tol``
@@ -144,10 +248,14 @@ class PICA(BaseADMTransformer):
 
     Notes
     -----
-    ``transform(X)`` returns ``(X - mean_) @ components_.T`` and ``inverse_transform(Z)``
-    returns ``Z @ components_ + mean_``, exactly as :class:`~sklearn.decomposition.PCA` does
-    without whitening. Internally the game runs on data centred and divided by one number (the
-    root mean variance), which changes neither the directions nor their order.
+    ``transform(X)`` returns ``(X - mean_) @ components_.T``, as
+    :class:`~sklearn.decomposition.PCA` does without whitening; ``inverse_transform(Z)``
+    returns ``Z @ mixing_.T + mean_`` (for PCA, ``mixing_`` is ``components_.T``). Each
+    component is scaled to the standard deviation it explains, so distances between
+    transformed rows stay comparable with PCA's. Internally the data are whitened over the
+    principal directions whose variance exceeds 1e-6 of the largest; the frame of the
+    subspace lives there, and the variance it explains is computed exactly from the
+    eigenvalues.
 
     References
     ----------
@@ -162,16 +270,15 @@ class PICA(BaseADMTransformer):
     >>> v = rng.uniform(-np.sqrt(3), np.sqrt(3), size=(5000, 2))
     >>> X = np.c_[5 * v[:, 0], 3 * np.cos(2 * np.pi * v[:, 0] / np.sqrt(3)), v[:, 1]]
     >>> pica = PICA(n_components=2, random_state=0).fit(X)
-    >>> np.abs(pica.components_).round(1)
-    array([[1., 0., 0.],
-           [0., 0., 1.]])
+    >>> np.abs(pica.components_).argmax(axis=1)  # one component per factor: x1 and x3
+    array([0, 2])
     """
 
     def __init__(
         self,
         n_components=None,
         *,
-        dependence_weight=1.0,
+        dependence_weight=0.5,
         reconstruction_weight=1.0,
         variance_weight=0.0,
         critic_steps=4,
@@ -182,7 +289,7 @@ class PICA(BaseADMTransformer):
         batch_size=512,
         learning_rate=2e-2,
         critic_learning_rate=2e-2,
-        tol=1e-3,
+        tol=1e-2,
         n_iter_no_change=120,
         validation_fraction=0.1,
         n_init=4,
@@ -210,24 +317,36 @@ class PICA(BaseADMTransformer):
         self.random_state = random_state
         self.verbose = verbose
 
+    _narrow_after = 100
+    _learning_rate_decay = 50
+
     def _make_autoencoder(self, n_features, n_components, X_train):
-        # Random orthonormal starts: generic points, away from the saddle at PCA's solution.
-        weight, _ = torch.linalg.qr(torch.randn(self.n_init, n_features, n_components))
-        return _TiedLinearAutoencoders(weight)
+        return _SubspaceAutoencoders(
+            X_train, n_components, self.n_init, rotate=self.dependence_weight > 0
+        )
 
     def _store_fitted(self, autoencoder, init, X, mean, scale):
-        components = autoencoder.weight[init].detach().numpy().astype(np.float64).T
-        self.mean_ = X.mean(axis=0, dtype=np.float64)
-        scores = (X - self.mean_) @ components.T
-        variance = scores.var(axis=0, ddof=1)
+        X64 = X.astype(np.float64, copy=False)
+        unmixing = autoencoder.unmixing(init) / scale
+        self.mean_ = X64.mean(axis=0)
+        centred = X64 - self.mean_
+        codes = centred @ unmixing  # white on the training rows
+        # The best linear decoder of the codes; its column norms put each code in the units
+        # of the variance it explains.
+        decoder = np.linalg.lstsq(codes, centred, rcond=None)[0].T  # (n_features, d)
+        norms = np.linalg.norm(decoder, axis=0)
+        safe = np.where(norms > 0, norms, 1.0)
+        components, mixing = (unmixing * norms).T, decoder / safe
+        variance = (codes * norms).var(axis=0, ddof=1)
         order = np.argsort(-variance, kind="stable")
-        components, variance = components[order], variance[order]
+        components, mixing, variance = components[order], mixing[:, order], variance[order]
         # Deterministic signs, as sklearn's svd_flip: the largest entry of each row is positive.
         largest = np.argmax(np.abs(components), axis=1)
-        components *= np.sign(components[np.arange(len(components)), largest])[:, None]
-        total_variance = X.var(axis=0, ddof=1).sum()
+        signs = np.sign(components[np.arange(len(components)), largest])
+        total_variance = X64.var(axis=0, ddof=1).sum()
         dtype = X.dtype
-        self.components_ = components.astype(dtype)
+        self.components_ = (components * signs[:, None]).astype(dtype)
+        self.mixing_ = (mixing * signs).astype(dtype)
         self.mean_ = self.mean_.astype(dtype)
         self.explained_variance_ = variance.astype(dtype)
         self.explained_variance_ratio_ = (
@@ -238,4 +357,4 @@ class PICA(BaseADMTransformer):
         return (X - self.mean_) @ self.components_.T
 
     def _inverse_transform(self, Z):
-        return Z @ self.components_ + self.mean_
+        return Z @ self.mixing_.T + self.mean_

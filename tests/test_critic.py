@@ -155,3 +155,14 @@ def test_held_out_calibration_keeps_a_memorising_critic_honest(rng):
     assert torch.all((alpha >= 0) & (alpha <= 1))
     assert 1 - mse.mean().item() < 0.03  # honest: independent
     assert torch.all(mse <= 1.0 + 1e-6)
+
+
+def test_keep_group_keeps_that_group_as_trained():
+    """Narrowing a grouped critic to one group gives the same errors on that group."""
+    torch.manual_seed(0)
+    critic = ADMCritic(6, n_groups=3)
+    z = torch.randn(200, 6)
+    full = critic(z).detach()
+    critic.keep_group(1)
+    assert critic.n_features == 2 and critic.n_groups == 1
+    np.testing.assert_allclose(critic(z[:, 2:4]).detach(), full[2:4], rtol=1e-6)

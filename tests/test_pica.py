@@ -53,6 +53,32 @@ def test_units_do_not_matter():
     )
 
 
+def test_without_dependence_term_it_is_pca():
+    """dependence_weight=0 turns ADM off: the plain linear autoencoder's optimum, PCA."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 5)) * [3.0, 2.0, 1.5, 1.0, 0.5]
+    # all rows for training, as PCA uses them (the weights are float32: compare to 1e-4)
+    pica = PICA(3, dependence_weight=0, validation_fraction=0, random_state=0, max_iter=20)
+    with pytest.warns(ConvergenceWarning):
+        Z = pica.fit_transform(X)
+    pca = PCA(n_components=3).fit(X)
+    np.testing.assert_allclose(np.abs(Z), np.abs(pca.transform(X)), atol=1e-4 * np.abs(Z).max())
+    np.testing.assert_allclose(pica.explained_variance_, pca.explained_variance_, rtol=1e-4)
+
+
+def test_reaches_a_non_orthogonal_basis_of_independent_sources():
+    """A tied autoencoder only rotates PCA's scores orthogonally; sources mixed by a
+    non-orthogonal matrix need the untied decoder. PICA recovers them, as FastICA does."""
+    rng = np.random.default_rng(0)
+    sources = rng.uniform(-np.sqrt(3), np.sqrt(3), size=(4000, 2))
+    mixing = np.array([[2.0, 1.0], [0.5, 1.5], [0.0, 0.0]])
+    X = sources @ mixing.T + 0.05 * rng.normal(size=(4000, 3))
+    Z = PICA(n_components=2, random_state=0).fit_transform(X)
+    correlation = np.abs(np.corrcoef(Z.T, sources.T)[:2, 2:])
+    assert np.sort(correlation.max(axis=1)).min() > 0.995
+    assert correlation.max(axis=0).min() > 0.995  # each source found by one component
+
+
 def test_without_dependence_term_it_finds_pca_subspace():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(3000, 4)) * [3.0, 2.0, 1.0, 0.5] @ np.linalg.qr(rng.normal(size=(4, 4)))[0]
@@ -78,7 +104,15 @@ def test_fitted_attributes_follow_pca_conventions(fitted):
     pica, X = fitted
     Z = pica.transform(X)
     np.testing.assert_allclose(Z, (X - pica.mean_) @ pica.components_.T)
-    np.testing.assert_allclose(pica.inverse_transform(Z), Z @ pica.components_ + pica.mean_)
+    np.testing.assert_allclose(pica.inverse_transform(Z), Z @ pica.mixing_.T + pica.mean_)
+    np.testing.assert_allclose(np.linalg.norm(pica.mixing_, axis=0), 1.0)
+    # The decoder is the least-squares one: the residual is orthogonal to every component.
+    residual = X - pica.inverse_transform(Z)
+    np.testing.assert_allclose(Z.T @ residual, 0.0, atol=1e-6 * np.abs(Z).max() * len(X))
+    # Components are uncorrelated (exactly on the training rows, nearly on the held-out ones),
+    # so their variances add up to the variance reconstructed.
+    reconstructed = 1 - np.sum(residual**2) / np.sum((X - X.mean(axis=0)) ** 2)
+    np.testing.assert_allclose(pica.explained_variance_ratio_.sum(), reconstructed, rtol=1e-3)
     np.testing.assert_allclose(pica.mean_, X.mean(axis=0))
     np.testing.assert_allclose(pica.explained_variance_, Z.var(axis=0, ddof=1), rtol=1e-10)
     assert np.all(np.diff(pica.explained_variance_) <= 0)
