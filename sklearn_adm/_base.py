@@ -75,6 +75,8 @@ class BaseADMTransformer(
     _narrow_after = None
     #: the encoder's step size decays as learning_rate / (1 + t / this) (None: constant)
     _learning_rate_decay = None
+    #: critic updates on the initial representations before the first encoder update
+    _warmup_steps = 200
 
     @abstractmethod
     def _make_autoencoder(self, n_features, n_components, X_train):
@@ -231,6 +233,7 @@ class BaseADMTransformer(
             verbose=self.verbose,
             narrow_after=self._narrow_after,
             learning_rate_decay=self._learning_rate_decay,
+            warmup_steps=self._warmup_steps,
         )
 
     @property

@@ -2,10 +2,10 @@
 
 For ``d`` features the critic holds ``d`` probes ``psi_j: R -> R`` and ``d`` dependency
 predictors ``phi_j: R^(d-1) -> R`` (paper, Sec. 4 "Implementation"). All of them are evaluated
-at once: the predictors' first layer is one dense map ``R^d -> R^(d*h)`` whose weight has the
-self-connections masked out, and every later layer is a stack of ``d`` small weight matrices
-applied with one batched ``einsum``. The probes are built the same way, starting from one scalar
-per feature.
+at once: the predictors' first layer is one batched map per group of ``s`` features,
+``R^s -> R^(s*h)``, whose weight has the self-connections masked out, and every later layer
+is a stack of ``d`` small weight matrices applied with one batched ``einsum``. The probes are
+built the same way, starting from one scalar per feature.
 """
 
 import math
@@ -146,15 +146,18 @@ class ADMCritic(nn.Module):
         self.probes = bool(probes)
         predictor_widths = _as_widths(critic_hidden)
         h = predictor_widths[0]
-        # First predictor layer R^d -> R^(d*h): block j sees the other features of its group.
-        # Stored as one (d, d*h) matrix, input k to unit (j, u), so that the layer is one matmul.
-        sees = torch.block_diag(*[torch.ones(group_size, group_size)] * self.n_groups) - torch.eye(
-            d
-        )
+        # First predictor layer, one (s, s*h) matrix per group of s features, input k to unit
+        # (j, u): block j sees the other features of its group (the mask removes input j).
         bound = _FIRST_LAYER_GAIN / math.sqrt(max(group_size - 1, 1))
-        self.predictor_in = _uniform((d, d * h), bound)
+        # Drawn as one dense (d, d*h) map whose diagonal blocks are kept: the same weights, for
+        # the same seed, whatever the number of groups.
+        dense = torch.empty(d, d * h).uniform_(-bound, bound)
+        dense = dense.view(self.n_groups, group_size, self.n_groups, group_size * h)
+        blocks = torch.stack([dense[g, :, g] for g in range(self.n_groups)])
+        self.predictor_in = nn.Parameter(blocks)
         self.predictor_in_bias = _uniform((d, h), bound)
-        self.register_buffer("_mask", sees.T.repeat_interleave(h, dim=1), persistent=False)
+        sees = 1.0 - torch.eye(group_size)
+        self.register_buffer("_mask", sees.repeat_interleave(h, dim=1), persistent=False)
         self.predictor = _FeatureWiseMLP(d, predictor_widths)
         if self.probes:
             probe_widths = _as_widths(probe_hidden)
@@ -172,12 +175,7 @@ class ADMCritic(nn.Module):
         def cut(parameter, index):
             return nn.Parameter(parameter[index].clone())
 
-        units = slice(
-            rows.start * self._mask.shape[1] // self.n_features,
-            rows.stop * self._mask.shape[1] // self.n_features,
-        )
-        self.predictor_in = cut(self.predictor_in, (rows, units))
-        self._mask = self._mask[rows, units].clone()
+        self.predictor_in = cut(self.predictor_in, slice(group, group + 1))
         self.predictor_in_bias = cut(self.predictor_in_bias, rows)
         mlps = [self.predictor] + ([self.probe] if self.probes else [])
         if self.probes:
@@ -210,8 +208,11 @@ class ADMCritic(nn.Module):
 
     def predictions(self, z_std):
         """Predictions ``phi_j(z_{-j})`` for standardised ``z``, shape ``(n, d)``."""
-        # The first layer of all d predictors at once; the mask removes input j from block j.
-        hidden = (z_std @ (self.predictor_in * self._mask)).view(len(z_std), self.n_features, -1)
+        # The first layer of all d predictors at once, one matmul per group.
+        n, groups = len(z_std), self.n_groups
+        weight = self.predictor_in * self._mask
+        hidden = torch.einsum("ngs,gsu->ngu", z_std.view(n, groups, -1), weight)
+        hidden = hidden.reshape(n, self.n_features, -1)
         return self.predictor(hidden + self.predictor_in_bias)
 
     def forward(self, z):

@@ -182,11 +182,16 @@ class AdversarialGame:
         )
         self.alpha = torch.ones(critic.n_features, device=device)
 
-    def _batch(self, X):
+    def _batch(self, X, count=1):
+        """``count`` minibatches of rows of ``X``, stacked: ``(count * batch_size, ...)``; all
+        of ``X`` (once) when the batch size covers it."""
         if self.settings.batch_size >= X.shape[0]:
             return X
         index = torch.randint(
-            X.shape[0], (self.settings.batch_size,), generator=self.generator, device=X.device
+            X.shape[0],
+            (count * self.settings.batch_size,),
+            generator=self.generator,
+            device=X.device,
         )
         return X[index]
 
@@ -264,10 +269,16 @@ class AdversarialGame:
                     record[key] = record[key][:, [leader]]
 
     def _train_critic(self, X_train, steps):
-        for _ in range(steps):
+        """``steps`` critic updates against the encoder as it stands; the codes of
+        ``critic_steps`` minibatches at a time are computed in one pass."""
+        chunk = self.settings.critic_steps
+        for done in range(0, steps, chunk):
+            count = min(chunk, steps - done)
             with torch.no_grad():
-                z = self.autoencoder.encode(self._batch(X_train))
-            critic_step(self.critic, self.critic_optimizer, z)
+                z = self.autoencoder.encode(self._batch(X_train, count))
+            batches = z.chunk(count) if len(z) == count * self.settings.batch_size else [z] * count
+            for batch in batches:
+                critic_step(self.critic, self.critic_optimizer, batch)
 
     def play(self, X_train, X_val, desc="ADM"):
         """Run the game; leave ``autoencoder`` holding the averaged encoder's weights.

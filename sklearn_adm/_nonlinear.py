@@ -1,5 +1,7 @@
 """NonlinearPICA: the ADM game on an MLP autoencoder (NLPICA, paper App. B.2)."""
 
+import warnings
+
 import numpy as np
 import torch
 from scipy.special import erf
@@ -74,7 +76,9 @@ class _MLPAutoencoders(Autoencoders):
         for i in range(self.n_components):  # one forward-mode pass per component
             direction = torch.zeros_like(z).view(len(z), self.n_init, -1)
             direction[:, :, i] = 1.0
-            columns.append(torch.func.jvp(self._decode, (z,), (direction.flatten(1),))[1])
+            with warnings.catch_warnings():  # torch's forward-mode AD loads jit-scripted rules
+                warnings.filterwarnings("ignore", "`torch.jit.script`", DeprecationWarning)
+                columns.append(torch.func.jvp(self._decode, (z,), (direction.flatten(1),))[1])
         jacobian = torch.stack(columns, dim=-1)  # (n_init, n, n_features, n_components)
         gram = jacobian.transpose(-1, -2) @ jacobian
         contrast = 0.5 * (

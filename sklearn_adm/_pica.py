@@ -6,12 +6,20 @@ from torch import nn
 
 from ._base import BaseADMTransformer
 from ._game import Autoencoders
-from ._rotation import NormalisedMomentum, negentropy_rotation, negentropy_step, polar
+from ._rotation import (
+    NormalisedMomentum,
+    negentropy_rotation,
+    negentropy_step,
+    polar,
+    retract,
+)
 
 #: eigenvalues below this share of the largest are numerical noise: those directions are dropped
 _RANK_TOLERANCE = 1e-6
 #: rows (whitened) on which the rotation's fixed point is computed
 _ROTATION_ROWS = 4096
+#: negentropy updates of each start's rotation before the game (it then takes one per update)
+_START_ROTATION_STEPS = 30
 
 
 class _SubspaceAutoencoders(Autoencoders):
@@ -61,9 +69,13 @@ class _SubspaceAutoencoders(Autoencoders):
         rotation = rotation.repeat(n_init, 1, 1)
         if self.rotate:  # a random rotation per start, then the fixed point in the start's subspace
             rotation = negentropy_rotation(
-                self.rotation_rows @ self.frame.detach(), polar(torch.randn_like(rotation))
+                self.rotation_rows @ self.frame.detach(),
+                polar(torch.randn_like(rotation)),
+                max_iter=_START_ROTATION_STEPS,
             )
         self.register_buffer("rotation", rotation)
+        # the angle each start's rotation last turned by along the contrast's gradient
+        self.register_buffer("rotation_angle", torch.full((n_init,), 0.5, dtype=dtype))
 
     @staticmethod
     def _starts(keep, d, n_init, dtype):
@@ -87,17 +99,20 @@ class _SubspaceAutoencoders(Autoencoders):
 
     def _moving_frame(self):
         """The orthonormal frame, with the preconditioned, subspace-changing gradient."""
-        frame = polar(self.frame)
+        frame = retract(self.frame)  # orthonormal after each update; nearly so in the average
+        if not torch.is_grad_enabled():
+            return frame
         with torch.no_grad():  # inverse of the variance share of the frame's directions
             gram = frame.transpose(-1, -2) @ (self.variance_share[:, None] * frame)
-            values, vectors = torch.linalg.eigh(gram)
-            values = (values / values.mean(dim=-1, keepdim=True)).clamp_min(1e-3)
-            preconditioner = (vectors / values.unsqueeze(-2)) @ vectors.transpose(-1, -2)
+            d = gram.shape[-1]
+            scale = torch.diagonal(gram, dim1=-2, dim2=-1).mean(dim=-1)[:, None, None]
+            ridge = 1e-3 * torch.eye(d, dtype=gram.dtype, device=gram.device)
+            preconditioner = torch.linalg.inv_ex(gram / scale + ridge)[0]
         step = (self.frame - self.frame.detach()) @ preconditioner  # zero; carries the gradient
         return frame + step - frame @ (frame.transpose(-1, -2) @ step)
 
     def encode(self, x):
-        weight = self._moving_frame() @ polar(self.rotation)
+        weight = self._moving_frame() @ polar(self.rotation)  # an average is not orthonormal
         return torch.einsum("nk,rkd->nrd", x, weight).flatten(start_dim=1)
 
     def reconstruction_error(self, x, z):
@@ -112,12 +127,16 @@ class _SubspaceAutoencoders(Autoencoders):
         with torch.no_grad():
             self.frame.copy_(polar(self.frame))
             if self.rotate:
-                scores = self.rotation_rows @ self.frame
-                self.rotation.copy_(negentropy_step(scores, self.rotation))
+                scores = torch.einsum("nk,rkd->rnd", self.rotation_rows, self.frame)
+                rotation, self.rotation_angle = negentropy_step(
+                    scores, self.rotation, self.rotation_angle
+                )
+                self.rotation.copy_(rotation)
 
     def keep_start(self, start):
         self.frame = nn.Parameter(self.frame.detach()[start : start + 1].clone())
         self.rotation = self.rotation[start : start + 1].clone()
+        self.rotation_angle = self.rotation_angle[start : start + 1].clone()
         self.n_init = 1
 
     def unmixing(self, start):
@@ -172,11 +191,11 @@ class PICA(BaseADMTransformer):
         Rows per minibatch; None (or a size above the number of training rows) uses them all.
     learning_rate : float, default=0.02
         Initial angle, in radians, by which each direction of the subspace turns per update
-        (in whitened coordinates); it decays as ``1 / (1 + t / 50)`` so that the game, whose
+        (in whitened coordinates); it decays as ``1 / (1 + t / 25)`` so that the game, whose
         late steps are driven by noise, settles.
     critic_learning_rate : float, default=0.02
         Adam step size of the critic.
-    tol : float, default=1e-2
+    tol : float, default=2e-2
         Convergence threshold: training stops when the representation of the held-out rows
         (by the averaged encoder of the leading start) has changed by less than ``tol``,
         relative to its variance, over the last ``n_iter_no_change`` encoder updates.
@@ -189,7 +208,7 @@ class PICA(BaseADMTransformer):
         choice among starts, and the calibration that keeps a critic which memorised its rows
         from driving the encoder. With fewer than 10 held-out rows, all rows serve both roles.
     n_init : int, default=4
-        Number of starts, trained side by side in one batched game for the first 100 updates;
+        Number of starts, trained side by side in one batched game for the first 50 updates;
         then the start with the lowest held-out objective plays on alone. Start 0 is PCA's
         subspace; start ``r`` keeps PCA's leading directions and redraws the last
         ``ceil(n_components * r / n_init)`` among the principal directions around the cut.
@@ -289,7 +308,7 @@ class PICA(BaseADMTransformer):
         batch_size=512,
         learning_rate=2e-2,
         critic_learning_rate=2e-2,
-        tol=1e-2,
+        tol=2e-2,
         n_iter_no_change=120,
         validation_fraction=0.1,
         n_init=4,
@@ -317,8 +336,9 @@ class PICA(BaseADMTransformer):
         self.random_state = random_state
         self.verbose = verbose
 
-    _narrow_after = 100
-    _learning_rate_decay = 50
+    _narrow_after = 30
+    _learning_rate_decay = 25
+    _warmup_steps = 100
 
     def _make_autoencoder(self, n_features, n_components, X_train):
         return _SubspaceAutoencoders(

@@ -2,44 +2,128 @@
 
 PICA's encoder lives on a Stiefel manifold (orthonormal columns, in whitened coordinates).
 The helpers here keep it there and turn a whitened frame into independent directions the way
-FastICA does (Hyvärinen 1999, symmetric fixed point with the log-cosh contrast).
+FastICA does (Hyvärinen 1999, symmetric fixed point with the log-cosh contrast), with a
+safeguard that makes every update an ascent of the contrast.
 """
+
+import math
 
 import torch
 
 
 def polar(W):
     """The orthonormal factor of ``W`` (batched over leading axes): ``W (W^T W)^(-1/2)``,
-    the closest matrix with orthonormal columns. No gradient flows through it."""
+    the closest matrix with orthonormal columns. No gradient flows through it. Computed in
+    float64: the Gram matrix squares the condition number of ``W``."""
     with torch.no_grad():
-        eigenvalues, vectors = torch.linalg.eigh(W.transpose(-1, -2) @ W)
-        inverse_root = vectors * eigenvalues.clamp_min(torch.finfo(W.dtype).tiny).rsqrt().unsqueeze(
-            -2
-        )
-        return W @ (inverse_root @ vectors.transpose(-1, -2))
+        W64 = W.double()
+        eigenvalues, vectors = torch.linalg.eigh(W64.transpose(-1, -2) @ W64)
+        inverse_root = vectors * eigenvalues.clamp_min(1e-300).rsqrt().unsqueeze(-2)
+        return (W64 @ (inverse_root @ vectors.transpose(-1, -2))).to(W.dtype)
 
 
-def negentropy_step(Y, R):
-    """One symmetric fixed-point update of the rotations ``R`` ``(starts, d, d)`` for the
-    whitened scores ``Y`` ``(starts, n, d)``, log-cosh contrast; returns the new rotations.
+def retract(W, steps=3):
+    """The orthonormal factor of a *nearly* orthonormal ``W`` (a frame after a small step,
+    an average of nearby frames) by Newton-Schulz iterations, ``W <- W (3 I - W^T W) / 2``:
+    matrix products alone, which a GPU runs without the solver's round trips. The error
+    ``|I - W^T W|`` squares with each step; :func:`polar` is for any ``W``."""
+    with torch.no_grad():
+        eye = torch.eye(W.shape[-1], dtype=W.dtype, device=W.device)
+        for _ in range(steps):
+            W = W @ (1.5 * eye - 0.5 * (W.transpose(-1, -2) @ W))
+        return W
 
-    ``R <- polar(E[y g(y R)] - R diag E[g'(y R)])`` with ``g = tanh``: the update of FastICA's
-    parallel algorithm, written for columns.
+
+def _cayley(A):
+    """The rotation ``(I - A/2)^(-1) (I + A/2)`` of a skew matrix ``A``: orthogonal exactly,
+    close to ``expm(A)`` for small ``A``, and one batched solve."""
+    eye = torch.eye(A.shape[-1], dtype=A.dtype, device=A.device)
+    return torch.linalg.solve_ex(eye - 0.5 * A, eye + 0.5 * A)[0]
+
+
+#: E[log cosh(nu)] for a standard normal nu: the contrast's value for a Gaussian direction
+_GAUSSIAN_LOG_COSH = 0.3745672075
+#: largest angle, in radians, by which the contrast's gradient turns the rotation in one step
+_MAX_ANGLE = 0.5
+#: halvings of the angle tried before a start keeps its rotation for this step
+_HALVINGS = 10
+
+
+def _log_cosh(u):
+    a = u.abs()
+    return a + torch.log1p(torch.exp(-2.0 * a)) - math.log(2.0)
+
+
+def negentropy(Y, R):
+    """FastICA's approximation of the negentropy of the columns of ``Y R``, summed,
+    ``sum_j (E[log cosh(y r_j)] - E[log cosh(nu)])^2``, one value per start ``(starts,)``."""
+    gap = _log_cosh(Y @ R).mean(dim=-2) - _GAUSSIAN_LOG_COSH
+    return gap.square().sum(dim=-1)
+
+
+def _fixed_point(Y, R):
+    """FastICA's symmetric fixed point (Hyvärinen 1999), written for columns:
+    ``R <- polar(E[y g(y R)] - R diag E[g'(y R)])`` with ``g = tanh``."""
+    G = torch.tanh(Y @ R)
+    update = Y.transpose(-1, -2) @ G / Y.shape[-2] - R * (1.0 - G.square()).mean(
+        dim=-2, keepdim=True
+    )
+    new = polar(update)
+    # w and -w are the same direction: keep each column's sign, so that R converges
+    return new * torch.sign((new * R).sum(dim=-2, keepdim=True) + 1e-30)
+
+
+def _ascent_direction(Y, R):
+    """The gradient of :func:`negentropy` on the rotations at ``R``, as a skew matrix
+    ``Omega``: ``R cayley(t Omega)`` moves along it."""
+    U = Y @ R
+    gap = _log_cosh(U).mean(dim=-2) - _GAUSSIAN_LOG_COSH
+    euclidean = Y.transpose(-1, -2) @ torch.tanh(U) / Y.shape[-2] * (2.0 * gap).unsqueeze(-2)
+    A = R.transpose(-1, -2) @ euclidean
+    return A - A.transpose(-1, -2)
+
+
+def negentropy_step(Y, R, angle):
+    """One monotone update of the rotations ``R`` ``(starts, d, d)`` for the whitened scores
+    ``Y`` ``(starts, n, d)``; returns rotations whose :func:`negentropy` is higher (or ``R``)
+    and the angles ``(starts,)`` to start from next time.
+
+    FastICA's fixed point converges fast where the independent directions are well defined,
+    and turns the components around for ever where they are not (directions of near-equal
+    negentropy, clustered data): a start takes it only when it raises the contrast, and
+    otherwise turns along the contrast's gradient, trying twice its last ``angle`` and halving
+    it until the contrast rises enough (Armijo's rule). Every update is an ascent, so ``R``
+    settles.
     """
     with torch.no_grad():
-        G = torch.tanh(Y @ R)
-        update = Y.transpose(-1, -2) @ G / Y.shape[-2] - R * (1.0 - G.square()).mean(
-            dim=-2, keepdim=True
-        )
-        new = polar(update)
-        # w and -w are the same direction: keep each column's sign, so that R converges
-        return new * torch.sign((new * R).sum(dim=-2, keepdim=True) + 1e-30)
+        now = negentropy(Y, R)
+        proposal = _fixed_point(Y, R)
+        improved = negentropy(Y, proposal) > now
+        new = torch.where(improved[:, None, None], proposal, R)
+        pending = ~improved
+        if not pending.any():
+            return new, angle
+        omega = _ascent_direction(Y, R)
+        norm = omega.flatten(start_dim=1).norm(dim=1).clamp_min(1e-30)
+        unit = omega / norm[:, None, None]
+        trial = (2.0 * angle).clamp_max(_MAX_ANGLE)
+        for _ in range(_HALVINGS):
+            candidate = R @ _cayley(trial[:, None, None] * unit)
+            accepted = pending & (negentropy(Y, candidate) > now + 1e-4 * trial * norm)
+            new = torch.where(accepted[:, None, None], candidate, new)
+            angle = torch.where(accepted, trial, angle)
+            pending = pending & ~accepted
+            if not pending.any():
+                break
+            trial = torch.where(pending, trial / 2, trial)
+        return new, torch.where(pending, trial, angle)
 
 
 def negentropy_rotation(Y, R, *, max_iter=200, tol=1e-6):
     """Iterate :func:`negentropy_step` from ``R`` until every column stops turning."""
+    angle = torch.full(R.shape[:1], _MAX_ANGLE, dtype=R.dtype, device=R.device)
     for _ in range(max_iter):
-        new = negentropy_step(Y, R)
+        new, angle = negentropy_step(Y, R, angle)
         turn = (1.0 - (new * R).sum(dim=-2).abs()).max()
         R = new
         if turn < tol:
@@ -57,8 +141,8 @@ class NormalisedMomentum(torch.optim.Optimizer):
     tensor keeps the direction of the gradient, so the update commutes with rotations.
     """
 
-    def __init__(self, params, lr, betas=(0.9, 0.99), decay_steps=None):
-        super().__init__(params, {"lr": lr, "betas": betas, "decay_steps": decay_steps})
+    def __init__(self, params, lr, betas=(0.9, 0.99)):
+        super().__init__(params, {"lr": lr, "betas": betas})
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -78,7 +162,4 @@ class NormalisedMomentum(torch.optim.Optimizer):
                 # mean squared norm of a column (the last axis indexes columns)
                 state["power"].lerp_(p.grad.square().sum(dim=-2).mean(), 1 - beta2)
                 scale = (state["power"] / (1 - beta2**t)).sqrt().clamp_min(1e-12)
-                lr = group["lr"]
-                if group["decay_steps"]:  # Robbins-Monro: noise-driven steps must shrink
-                    lr = lr / (1 + t / group["decay_steps"])
-                p.sub_(state["momentum"] / ((1 - beta1**t) * scale), alpha=lr)
+                p.sub_(state["momentum"] / ((1 - beta1**t) * scale), alpha=group["lr"])

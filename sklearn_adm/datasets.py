@@ -1,9 +1,9 @@
-"""Synthetic data with known independent factors."""
+"""Synthetic data: known independent factors, and stand-ins for sentence embeddings."""
 
 import numpy as np
 from sklearn.utils import check_random_state
 
-__all__ = ["make_nonlinear_mixture", "make_pca_vs_pica"]
+__all__ = ["make_embedding_like", "make_nonlinear_mixture", "make_pca_vs_pica"]
 
 
 def make_pca_vs_pica(n_samples=10_000, *, random_state=None):
@@ -84,3 +84,48 @@ def make_nonlinear_mixture(n_samples=5_000, *, random_state=None):
         ]
     )
     return X, factors
+
+
+def make_embedding_like(n_samples=3_000, n_features=384, *, n_clusters=40, random_state=None):
+    """Rows of the character of sentence embeddings: clustered, heavy-tailed, unit-norm.
+
+    Each row is a cluster centre plus independent Student-t noise (5 degrees of freedom) along
+    directions of slowly decaying scale (the ``k``-th has standard deviation ``k^(-1/2)``),
+    turned by a random rotation, shifted by a common offset and scaled to unit norm, as
+    MiniLM's embeddings are. The clusters make the principal components dependent (their
+    conditional spread differs from cluster to cluster); the labels name the clusters.
+
+    Parameters
+    ----------
+    n_samples : int, default=3_000
+        Number of rows.
+    n_features : int, default=384
+        Number of features.
+    n_clusters : int, default=40
+        Number of clusters, of random sizes.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the draw.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features)
+        The rows, each of unit Euclidean norm.
+    labels : ndarray of shape (n_samples,)
+        The cluster of each row.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_adm.datasets import make_embedding_like
+    >>> X, labels = make_embedding_like(500, 64, n_clusters=5, random_state=0)
+    >>> X.shape, np.allclose(np.linalg.norm(X, axis=1), 1), len(np.unique(labels))
+    ((500, 64), True, 5)
+    """
+    rng = check_random_state(random_state)
+    scales = np.arange(1, n_features + 1) ** -0.5
+    labels = rng.choice(n_clusters, size=n_samples, p=rng.dirichlet(np.full(n_clusters, 2.0)))
+    centres = 1.5 * rng.standard_normal((n_clusters, n_features)) * scales
+    noise = rng.standard_t(5, size=(n_samples, n_features)) * scales
+    rotation = np.linalg.qr(rng.standard_normal((n_features, n_features)))[0]
+    X = (centres[labels] + noise) @ rotation.T + 2.0 * rotation[:, 0]
+    return X / np.linalg.norm(X, axis=1, keepdims=True), labels

@@ -1,14 +1,16 @@
 """PICA reproduces the paper's PCA-vs-PICA example and behaves like sklearn's PCA."""
 
+import warnings
+
 import dcor
 import numpy as np
 import pytest
-from sklearn.decomposition import PCA
+from sklearn.decomposition import PCA, FastICA
 from sklearn.exceptions import ConvergenceWarning
 
-from sklearn_adm import PICA
+from sklearn_adm import PICA, DependenceScorer
 from sklearn_adm._device import resolve_device
-from sklearn_adm.datasets import make_pca_vs_pica
+from sklearn_adm.datasets import make_embedding_like, make_pca_vs_pica
 
 
 def fresh_dcor(model, seed):
@@ -77,6 +79,23 @@ def test_reaches_a_non_orthogonal_basis_of_independent_sources():
     correlation = np.abs(np.corrcoef(Z.T, sources.T)[:2, 2:])
     assert np.sort(correlation.max(axis=1)).min() > 0.995
     assert correlation.max(axis=0).min() > 0.995  # each source found by one component
+
+
+def test_embedding_like_data_judged_by_trees_on_fresh_rows():
+    """On clustered, heavy-tailed, unit-norm rows the game converges with the defaults, and
+    gradient-boosted trees (not the critic it trained against) find far less dependence
+    among PICA's components than among PCA's or FastICA's, on rows it never saw."""
+    rows, _ = make_embedding_like(3000, 32, n_clusters=8, random_state=0)
+    X, X_new = rows[:1500], rows[1500:]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        pica = PICA(4, random_state=0).fit(X)
+    judge = DependenceScorer("hgb", max_samples=None, random_state=0)
+    peers = [PCA(4).fit(X), FastICA(4, whiten="unit-variance", random_state=0).fit(X)]
+    peer_dependence = min(judge.score(peer.transform(X_new)) for peer in peers)
+    assert judge.score(pica.transform(X_new)) < 0.5 * peer_dependence
+    pca_variance = peers[0].explained_variance_ratio_.sum()
+    assert pica.explained_variance_ratio_.sum() > 0.8 * pca_variance
 
 
 def test_without_dependence_term_it_finds_pca_subspace():
