@@ -149,8 +149,8 @@ class ADMCritic(nn.Module):
         # First predictor layer, one (s, s*h) matrix per group of s features, input k to unit
         # (j, u): block j sees the other features of its group (the mask removes input j).
         bound = _FIRST_LAYER_GAIN / math.sqrt(max(group_size - 1, 1))
-        # Drawn as one dense (d, d*h) map whose diagonal blocks are kept: the same weights, for
-        # the same seed, whatever the number of groups.
+        # Drawn as one dense (d, d*h) map whose diagonal blocks are kept: a seed draws the same
+        # numbers whatever the number of groups (scaled to the group's fan-in).
         dense = torch.empty(d, d * h).uniform_(-bound, bound)
         dense = dense.view(self.n_groups, group_size, self.n_groups, group_size * h)
         blocks = torch.stack([dense[g, :, g] for g in range(self.n_groups)])

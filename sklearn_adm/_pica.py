@@ -16,7 +16,7 @@ from ._rotation import (
 
 #: eigenvalues below this share of the largest are numerical noise: those directions are dropped
 _RANK_TOLERANCE = 1e-6
-#: rows (whitened) on which the rotation's fixed point is computed
+#: rows (whitened) on which the rotation's negentropy contrast is computed
 _ROTATION_ROWS = 4096
 #: negentropy updates of each start's rotation before the game (it then takes one per update)
 _START_ROTATION_STEPS = 30
@@ -38,7 +38,7 @@ class _SubspaceAutoencoders(Autoencoders):
     the inverse of the variance each direction of the frame explains (a Newton step for the
     reconstruction, so that a high-variance direction is not given up to buy independence that a
     low-variance one could buy cheaper), and a polar retraction keeps it orthonormal. ``R``
-    follows FastICA's negentropy fixed point, one step after every update. Letting the critic
+    climbs FastICA's negentropy contrast, one ascent step after every update. Letting the critic
     turn ``R`` as well was measured to make sentence-embedding components *more* dependent, for
     gradient-boosted trees and for a freshly trained critic alike: in tens of dimensions the
     lagging critic is fooled by rotations; what it does well is choose which directions to keep.
@@ -67,7 +67,7 @@ class _SubspaceAutoencoders(Autoencoders):
         self.rotate = rotate and bool(eigenvalues[0] > floor)  # nothing to rotate in constant data
         rotation = torch.eye(n_components, dtype=dtype, device=X_train.device)
         rotation = rotation.repeat(n_init, 1, 1)
-        if self.rotate:  # a random rotation per start, then the fixed point in the start's subspace
+        if self.rotate:  # a random rotation per start, then ascent steps in the start's subspace
             rotation = negentropy_rotation(
                 self.rotation_rows @ self.frame.detach(),
                 polar(torch.randn_like(rotation)),
@@ -158,7 +158,7 @@ class PICA(BaseADMTransformer):
     The paper ties the decoder to the encoder (its transpose), which can only rotate PCA's
     scores orthogonally. Here the decoder is the least-squares one, which lets the components
     be any basis of their subspace, like FastICA's: the game chooses the subspace against the
-    critic, and inside it the components follow FastICA's negentropy fixed point (a critic
+    critic, and inside it the components climb FastICA's negentropy contrast (a critic
     that also turned them was measured to make them more dependent). See the user guide.
 
     Parameters
@@ -208,10 +208,11 @@ class PICA(BaseADMTransformer):
         choice among starts, and the calibration that keeps a critic which memorised its rows
         from driving the encoder. With fewer than 10 held-out rows, all rows serve both roles.
     n_init : int, default=4
-        Number of starts, trained side by side in one batched game for the first 50 updates;
-        then the start with the lowest held-out objective plays on alone. Start 0 is PCA's
-        subspace; start ``r`` keeps PCA's leading directions and redraws the last
-        ``ceil(n_components * r / n_init)`` among the principal directions around the cut.
+        Number of starts, trained side by side in one batched game for the first 30 updates
+        (after 100 critic warm-up steps); then the start with the lowest held-out objective
+        plays on alone. Start 0 is PCA's subspace; start ``r`` keeps PCA's leading
+        directions and redraws the last ``ceil(n_components * r / n_init)`` among the
+        principal directions around the cut.
         The game is not convex: on the paper's example the start at PCA's subspace ends in a
         worse optimum.
     device : {"auto", "cpu", "cuda", "cuda:N", "mps"}, default="auto"

@@ -166,3 +166,15 @@ def test_keep_group_keeps_that_group_as_trained():
     critic.keep_group(1)
     assert critic.n_features == 2 and critic.n_groups == 1
     np.testing.assert_allclose(critic(z[:, 2:4]).detach(), full[2:4], rtol=1e-6)
+
+
+def test_a_seed_gives_the_same_first_layer_whatever_the_grouping():
+    """The grouped first layer is the dense one's diagonal blocks, each scaled to its fan-in:
+    grouping the features (several starts in one critic) does not change what a seed draws."""
+    torch.manual_seed(0)
+    dense = ADMCritic(6).predictor_in.detach()[0]  # (6, 6 * 32), fan-in 5
+    torch.manual_seed(0)
+    grouped = ADMCritic(6, n_groups=3).predictor_in.detach()  # (3, 2, 2 * 32), fan-in 1
+    for g in range(3):
+        block = dense[2 * g : 2 * g + 2, 64 * g : 64 * g + 64]
+        torch.testing.assert_close(grouped[g], block * 5**0.5)
