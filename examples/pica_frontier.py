@@ -13,8 +13,8 @@ as much as ``dependence_weight`` asks. This script
    independence, and refits the most independent setting that keeps at least 95 % of PCA's
    explained variance.
 
-Run: python examples/pica_frontier.py  (about three minutes on a 2-core CPU; --quick uses
-fewer weights). Writes pica_frontier.png.
+Run: python examples/pica_frontier.py  (several minutes on a 2-core CPU; --quick uses fewer
+weights). Writes pica_frontier.png.
 """
 
 import argparse

@@ -77,6 +77,8 @@ class BaseADMTransformer(
     _learning_rate_decay = None
     #: critic updates on the initial representations before the first encoder update
     _warmup_steps = 200
+    #: stop on the held-out objective's plateau rather than on the representation's change
+    _stop_on_objective = False
 
     @abstractmethod
     def _make_autoencoder(self, n_features, n_components, X_train):
@@ -234,6 +236,7 @@ class BaseADMTransformer(
             narrow_after=self._narrow_after,
             learning_rate_decay=self._learning_rate_decay,
             warmup_steps=self._warmup_steps,
+            stop_on_objective=self._stop_on_objective,
         )
 
     @property

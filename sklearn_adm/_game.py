@@ -94,6 +94,9 @@ class GameSettings:
     narrow_after: int | None = None
     #: the encoder's step size at update t is learning_rate / (1 + t / learning_rate_decay)
     learning_rate_decay: float | None = None
+    #: stop when the leading start's held-out objective has not improved by ``tol`` over
+    #: ``n_iter_no_change`` updates (instead of when its representation stops changing)
+    stop_on_objective: bool = False
 
 
 @dataclass
@@ -286,7 +289,9 @@ class AdversarialGame:
         Stopping rule: every ``eval_every`` updates, the averaged encoder encodes the held-out
         rows; training has converged when the leading start's representation (the one with
         the lowest held-out objective plus selection penalty) changed by less than ``tol``,
-        relative to its variance, over the last ``n_iter_no_change`` updates. Returns a
+        relative to its variance, over the last ``n_iter_no_change`` updates; or, with
+        ``stop_on_objective``, when its held-out objective has not fallen by ``tol`` over
+        the last ``n_iter_no_change`` updates. Returns a
         :class:`GameResult` whose ``best_init`` names the leading start and whose history
         describes it.
         """
@@ -294,6 +299,7 @@ class AdversarialGame:
         records, snapshots, leader = [], [], 0
         last_good = copy.deepcopy(self.average.module.state_dict())
         converged, n_iter = False, 0
+        best, best_at = math.inf, 0
         self._train_critic(X_train, s.warmup_steps)
         progress = tqdm(total=s.max_iter, desc=desc, disable=s.verbose < 1, leave=False)
         try:
@@ -315,10 +321,21 @@ class AdversarialGame:
                 if n_iter == s.narrow_after and self.autoencoder.n_init > 1:
                     self._narrow(leader, records)
                     objective, val_terms, z_val, criterion = self._evaluate(X_val)
-                    snapshots, leader = [], 0
-                change = _relative_change(
-                    snapshots, n_iter - s.n_iter_no_change, z_val, leader, self.autoencoder.n_init
-                )
+                    snapshots, leader, best = [], 0, math.inf
+                if s.stop_on_objective:  # updates since the objective last fell by tol
+                    value = float(objective[leader])
+                    if value < best - s.tol:
+                        best, best_at = value, n_iter
+                    change = n_iter - best_at
+                    converged = change >= s.n_iter_no_change
+                else:
+                    change = _relative_change(
+                        snapshots,
+                        n_iter - s.n_iter_no_change,
+                        z_val,
+                        leader,
+                        self.autoencoder.n_init,
+                    )
                 snapshots = [*snapshots[-(s.n_iter_no_change // s.eval_every) :], (n_iter, z_val)]
                 records[-1]["val"] = torch.stack([objective, *val_terms]).cpu()
                 records[-1]["val_change"] = change
@@ -327,7 +344,7 @@ class AdversarialGame:
                     reconstruction=f"{val_terms[0][leader].item():.4f}",
                     critic_mse=f"{val_terms[1][leader].item():.3f}",
                 )
-                if change < s.tol:
+                if converged or (not s.stop_on_objective and change < s.tol):
                     converged = True
                     break
         except KeyboardInterrupt:

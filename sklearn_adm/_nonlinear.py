@@ -132,11 +132,17 @@ class NonlinearPICA(BaseADMTransformer):
         fraction of variance unexplained).
     variance_weight : float, default=2.0
         Weight of the hinge on each component's variance (the paper's default).
+    tol : float, default=1e-3
+        Convergence threshold: training stops when the held-out objective of the leading
+        start (reconstruction error plus weighted dependence and variance terms) has not
+        fallen by more than ``tol`` over the last ``n_iter_no_change`` encoder updates, as
+        scikit-learn's MLPs stop early. The representation itself never settles: any
+        invertible function of a component is as good, and the game drifts along them.
     critic_steps, critic_hidden, probe_hidden, probes, max_iter, batch_size, learning_rate, \
-critic_learning_rate, tol, n_iter_no_change, validation_fraction, n_init, device, \
+critic_learning_rate, n_iter_no_change, validation_fraction, n_init, device, \
 random_state, verbose
-        As for :class:`PICA`, except ``max_iter=2000``, ``learning_rate=2e-3`` (plain Adam
-        on the MLP weights) and ``tol=5e-4``.
+        As for :class:`PICA`, except ``max_iter=2000`` and ``learning_rate=2e-3`` (plain
+        Adam on the MLP weights).
 
     Attributes
     ----------
@@ -146,11 +152,13 @@ random_state, verbose
         The trained layers of the kept start, as numpy arrays: a fitted model pickles and
         transforms anywhere, with or without torch's devices.
     n_components_, n_features_in_, feature_names_in_, n_iter_, history_, device_
-        As for :class:`PICA`.
+        As for :class:`PICA`, except that ``val_change`` in ``history_`` counts the updates
+        since the held-out objective last fell by ``tol`` (training stops when it reaches
+        ``n_iter_no_change``).
 
     See Also
     --------
-    PICA : The linear version, with tied weights.
+    PICA : The linear version.
 
     Examples
     --------
@@ -171,6 +179,7 @@ random_state, verbose
         "activation": [StrOptions(set(_ACTIVATIONS))],
     }
     _per_feature_scaling = True
+    _stop_on_objective = True
 
     def __init__(
         self,
@@ -189,7 +198,7 @@ random_state, verbose
         batch_size=512,
         learning_rate=2e-3,
         critic_learning_rate=2e-2,
-        tol=5e-4,
+        tol=1e-3,
         n_iter_no_change=120,
         validation_fraction=0.1,
         n_init=4,
