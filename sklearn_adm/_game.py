@@ -336,6 +336,7 @@ class AdversarialGame:
                         leader,
                         self.autoencoder.n_init,
                     )
+                    converged = change < s.tol
                 snapshots = [*snapshots[-(s.n_iter_no_change // s.eval_every) :], (n_iter, z_val)]
                 records[-1]["val"] = torch.stack([objective, *val_terms]).cpu()
                 records[-1]["val_change"] = change
@@ -344,8 +345,7 @@ class AdversarialGame:
                     reconstruction=f"{val_terms[0][leader].item():.4f}",
                     critic_mse=f"{val_terms[1][leader].item():.3f}",
                 )
-                if converged or (not s.stop_on_objective and change < s.tol):
-                    converged = True
+                if converged:
                     break
         except KeyboardInterrupt:
             self.average.module.load_state_dict(last_good)

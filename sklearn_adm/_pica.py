@@ -8,6 +8,7 @@ from ._base import BaseADMTransformer
 from ._game import Autoencoders
 from ._rotation import (
     NormalisedMomentum,
+    first_angles,
     negentropy_rotation,
     negentropy_step,
     polar,
@@ -75,7 +76,7 @@ class _SubspaceAutoencoders(Autoencoders):
             )
         self.register_buffer("rotation", rotation)
         # the angle each start's rotation last turned by along the contrast's gradient
-        self.register_buffer("rotation_angle", torch.full((n_init,), 0.5, dtype=dtype))
+        self.register_buffer("rotation_angle", first_angles(n_init, dtype, X_train.device))
 
     @staticmethod
     def _starts(keep, d, n_init, dtype):

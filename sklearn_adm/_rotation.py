@@ -54,17 +54,21 @@ def _log_cosh(u):
     return a + torch.log1p(torch.exp(-2.0 * a)) - math.log(2.0)
 
 
+def _gaps(U):
+    """Per column of the scores ``U``: ``E[log cosh(u_j)] - E[log cosh(nu)]``."""
+    return _log_cosh(U).mean(dim=-2) - _GAUSSIAN_LOG_COSH
+
+
 def negentropy(Y, R):
     """FastICA's approximation of the negentropy of the columns of ``Y R``, summed,
     ``sum_j (E[log cosh(y r_j)] - E[log cosh(nu)])^2``, one value per start ``(starts,)``."""
-    gap = _log_cosh(Y @ R).mean(dim=-2) - _GAUSSIAN_LOG_COSH
-    return gap.square().sum(dim=-1)
+    return _gaps(Y @ R).square().sum(dim=-1)
 
 
-def _fixed_point(Y, R):
-    """FastICA's symmetric fixed point (Hyvärinen 1999), written for columns:
-    ``R <- polar(E[y g(y R)] - R diag E[g'(y R)])`` with ``g = tanh``."""
-    G = torch.tanh(Y @ R)
+def _fixed_point(Y, U, R):
+    """FastICA's symmetric fixed point (Hyvärinen 1999) from ``R``, with ``U = Y R``, written
+    for columns: ``R <- polar(E[y g(y R)] - R diag E[g'(y R)])`` with ``g = tanh``."""
+    G = torch.tanh(U)
     update = Y.transpose(-1, -2) @ G / Y.shape[-2] - R * (1.0 - G.square()).mean(
         dim=-2, keepdim=True
     )
@@ -73,12 +77,10 @@ def _fixed_point(Y, R):
     return new * torch.sign((new * R).sum(dim=-2, keepdim=True) + 1e-30)
 
 
-def _ascent_direction(Y, R):
-    """The gradient of :func:`negentropy` on the rotations at ``R``, as a skew matrix
-    ``Omega``: ``R cayley(t Omega)`` moves along it."""
-    U = Y @ R
-    gap = _log_cosh(U).mean(dim=-2) - _GAUSSIAN_LOG_COSH
-    euclidean = Y.transpose(-1, -2) @ torch.tanh(U) / Y.shape[-2] * (2.0 * gap).unsqueeze(-2)
+def _ascent_direction(Y, U, gaps, R):
+    """The gradient of :func:`negentropy` on the rotations at ``R`` (``U = Y R``, ``gaps`` its
+    :func:`_gaps`), as a skew matrix ``Omega``: ``R cayley(t Omega)`` moves along it."""
+    euclidean = Y.transpose(-1, -2) @ torch.tanh(U) / Y.shape[-2] * (2.0 * gaps).unsqueeze(-2)
     A = R.transpose(-1, -2) @ euclidean
     return A - A.transpose(-1, -2)
 
@@ -96,14 +98,16 @@ def negentropy_step(Y, R, angle):
     settles.
     """
     with torch.no_grad():
-        now = negentropy(Y, R)
-        proposal = _fixed_point(Y, R)
+        U = Y @ R
+        gaps = _gaps(U)
+        now = gaps.square().sum(dim=-1)
+        proposal = _fixed_point(Y, U, R)
         improved = negentropy(Y, proposal) > now
         new = torch.where(improved[:, None, None], proposal, R)
         pending = ~improved
         if not pending.any():
             return new, angle
-        omega = _ascent_direction(Y, R)
+        omega = _ascent_direction(Y, U, gaps, R)
         norm = omega.flatten(start_dim=1).norm(dim=1).clamp_min(1e-30)
         unit = omega / norm[:, None, None]
         trial = (2.0 * angle).clamp_max(_MAX_ANGLE)
@@ -119,9 +123,14 @@ def negentropy_step(Y, R, angle):
         return new, torch.where(pending, trial, angle)
 
 
+def first_angles(n_starts, dtype, device):
+    """The ``angle`` that :func:`negentropy_step` starts from: the largest it takes."""
+    return torch.full((n_starts,), _MAX_ANGLE, dtype=dtype, device=device)
+
+
 def negentropy_rotation(Y, R, *, max_iter=200, tol=1e-6):
     """Iterate :func:`negentropy_step` from ``R`` until every column stops turning."""
-    angle = torch.full(R.shape[:1], _MAX_ANGLE, dtype=R.dtype, device=R.device)
+    angle = first_angles(len(R), R.dtype, R.device)
     for _ in range(max_iter):
         new, angle = negentropy_step(Y, R, angle)
         turn = (1.0 - (new * R).sum(dim=-2).abs()).max()

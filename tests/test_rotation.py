@@ -79,5 +79,5 @@ def test_negentropy_step_only_ascends_and_beats_the_fixed_point():
     np.testing.assert_allclose(R[0].T @ R[0], np.eye(16), atol=1e-10)
     fixed = start
     for _ in range(60):
-        fixed = _fixed_point(Y, fixed)
+        fixed = _fixed_point(Y, Y @ fixed, fixed)
     assert values[-1] >= negentropy(Y, fixed).item()
