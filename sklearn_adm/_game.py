@@ -62,6 +62,14 @@ class Autoencoders(nn.Module):
         """The encoder's optimizer; Adam unless the geometry asks for another."""
         return make_adam(self.parameters(), learning_rate, device)
 
+    def finish(self):
+        """Called once on the averaged encoder that the game returns (a final solve)."""
+
+    def stopping_codes(self, x, z):
+        """The codes of the rows ``x`` whose change the stopping rule measures, given their
+        representation ``z``: ``z`` itself, unless ``finish`` solves part of it again."""
+        return z
+
     def keep_start(self, start):
         """Keep only start ``start``, in place (``n_init`` becomes 1)."""
         raise NotImplementedError(f"{type(self).__name__} cannot narrow its starts.")
@@ -244,12 +252,13 @@ class AdversarialGame:
 
     @torch.no_grad()
     def _evaluate(self, X_val):
-        """Held-out objective of each start, its terms, the representation, and the criterion
-        that ranks the starts: the objective plus the autoencoder's ``selection_penalty``."""
+        """Held-out objective of each start, its terms, the codes whose change the stopping
+        rule measures, and the criterion that ranks the starts: the objective plus the
+        autoencoder's ``selection_penalty``."""
         average = self.average.module
         loss, terms, self.alpha, z = self._objective(average, X_val)
         criterion = loss + average.selection_penalty(z[: self.settings.selection_rows])
-        return loss, terms, z, criterion
+        return loss, terms, average.stopping_codes(X_val, z), criterion
 
     def _narrow(self, leader, records):
         """Let start ``leader`` alone play on: cut the autoencoder, its average, the critic
@@ -316,11 +325,11 @@ class AdversarialGame:
                 progress.update()
                 if n_iter % s.eval_every and n_iter != s.max_iter:
                     continue
-                objective, val_terms, z_val, criterion = self._evaluate(X_val)
+                objective, val_terms, codes, criterion = self._evaluate(X_val)
                 leader = int(criterion.argmin())
                 if n_iter == s.narrow_after and self.autoencoder.n_init > 1:
                     self._narrow(leader, records)
-                    objective, val_terms, z_val, criterion = self._evaluate(X_val)
+                    objective, val_terms, codes, criterion = self._evaluate(X_val)
                     snapshots, leader, best = [], 0, math.inf
                 if s.stop_on_objective:  # updates since the objective last fell by tol
                     value = float(objective[leader])
@@ -332,12 +341,12 @@ class AdversarialGame:
                     change = _relative_change(
                         snapshots,
                         n_iter - s.n_iter_no_change,
-                        z_val,
+                        codes,
                         leader,
                         self.autoencoder.n_init,
                     )
                     converged = change < s.tol
-                snapshots = [*snapshots[-(s.n_iter_no_change // s.eval_every) :], (n_iter, z_val)]
+                snapshots = [*snapshots[-(s.n_iter_no_change // s.eval_every) :], (n_iter, codes)]
                 records[-1]["val"] = torch.stack([objective, *val_terms]).cpu()
                 records[-1]["val_change"] = change
                 last_good = copy.deepcopy(self.average.module.state_dict())
@@ -359,6 +368,7 @@ class AdversarialGame:
         finally:
             progress.close()
         self.autoencoder.load_state_dict(self.average.module.state_dict())
+        self.autoencoder.finish()
         if not converged and n_iter == s.max_iter:
             warnings.warn(
                 f"{desc}: max_iter={s.max_iter} reached before the representation stopped "

@@ -9,6 +9,7 @@ from ._game import Autoencoders
 from ._rotation import (
     NormalisedMomentum,
     first_angles,
+    negentropy,
     negentropy_rotation,
     negentropy_step,
     polar,
@@ -19,8 +20,14 @@ from ._rotation import (
 _RANK_TOLERANCE = 1e-6
 #: rows (whitened) on which the rotation's negentropy contrast is computed
 _ROTATION_ROWS = 4096
-#: negentropy updates of each start's rotation before the game (it then takes one per update)
+#: plain fixed-point steps, then ascent steps, of each start's rotation before the game (it
+#: then takes one ascent step per update)
+_START_EXPLORE_STEPS = 200
 _START_ROTATION_STEPS = 30
+#: ascent steps, at most, of the rotation on the final frame
+_FINAL_ROTATION_STEPS = 50
+#: random rotations tried, next to the game's, on each start's final subspace
+_FINAL_RESTARTS = 3
 
 
 class _SubspaceAutoencoders(Autoencoders):
@@ -39,7 +46,8 @@ class _SubspaceAutoencoders(Autoencoders):
     the inverse of the variance each direction of the frame explains (a Newton step for the
     reconstruction, so that a high-variance direction is not given up to buy independence that a
     low-variance one could buy cheaper), and a polar retraction keeps it orthonormal. ``R``
-    climbs FastICA's negentropy contrast, one ascent step after every update. Letting the critic
+    climbs FastICA's contrast, one ascent step after every update, and ``finish`` solves it
+    again on the final subspace (FastICA with restarts). Letting the critic
     turn ``R`` as well was measured to make sentence-embedding components *more* dependent, for
     gradient-boosted trees and for a freshly trained critic alike: in tens of dimensions the
     lagging critic is fooled by rotations; what it does well is choose which directions to keep.
@@ -72,9 +80,12 @@ class _SubspaceAutoencoders(Autoencoders):
             rotation = negentropy_rotation(
                 self.rotation_rows @ self.frame.detach(),
                 polar(torch.randn_like(rotation)),
+                explore=_START_EXPLORE_STEPS,
                 max_iter=_START_ROTATION_STEPS,
             )
         self.register_buffer("rotation", rotation)
+        self.restarts = polar(torch.randn(_FINAL_RESTARTS, n_components, n_components, dtype=dtype))
+        self.restarts = self.restarts.to(X_train.device)
         # the angle each start's rotation last turned by along the contrast's gradient
         self.register_buffer("rotation_angle", first_angles(n_init, dtype, X_train.device))
 
@@ -133,6 +144,40 @@ class _SubspaceAutoencoders(Autoencoders):
                     scores, self.rotation, self.rotation_angle
                 )
                 self.rotation.copy_(rotation)
+
+    def finish(self):
+        """FastICA on each start's final subspace: from the game's rotation and from
+        ``_FINAL_RESTARTS`` random ones, plain fixed-point steps then ascent steps; each start
+        keeps the rotation of highest contrast.
+
+        The game turns each rotation by one ascent step per update, so it stays in the basin
+        of its start while the subspace moves, and the contrast has many local maxima: on
+        scikit-learn's digits the rotation a game ended with was measured at 0.486, its
+        restarts at 0.506-0.523."""
+        if not self.rotate:
+            return
+        with torch.no_grad():
+            frame = polar(self.frame)
+            restarts = self.restarts.expand(len(self.rotation), -1, -1, -1)
+            candidates = torch.cat([polar(self.rotation)[:, None], restarts], dim=1)
+            n_candidates = candidates.shape[1]
+            scores = torch.einsum("nk,rkd->rnd", self.rotation_rows, frame)
+            scores = scores.repeat_interleave(n_candidates, dim=0)
+            rotations = negentropy_rotation(
+                scores,
+                candidates.flatten(end_dim=1),
+                explore=_START_EXPLORE_STEPS,
+                max_iter=_FINAL_ROTATION_STEPS,
+            )
+            best = negentropy(scores, rotations).view(-1, n_candidates).argmax(dim=1)
+            rotations = rotations.view(*candidates.shape)[torch.arange(len(best)), best]
+            self.frame.copy_(frame)
+            self.rotation.copy_(rotations)
+
+    def stopping_codes(self, x, z):
+        """The codes before the rotation, ``x V``: they change only as the subspace does (the
+        frame's gradient leaves turns inside it out), and ``finish`` solves the rotation again."""
+        return torch.einsum("nk,rkd->nrd", x, retract(self.frame)).flatten(start_dim=1)
 
     def keep_start(self, start):
         self.frame = nn.Parameter(self.frame.detach()[start : start + 1].clone())
