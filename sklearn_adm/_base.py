@@ -79,6 +79,8 @@ class BaseADMTransformer(
     _warmup_steps = 200
     #: stop on the held-out objective's plateau rather than on the representation's change
     _stop_on_objective = False
+    #: evaluations (every 10 updates) whose mean held-out criterion ranks the starts
+    _rank_window = 1
 
     @abstractmethod
     def _make_autoencoder(self, n_features, n_components, X_train):
@@ -237,6 +239,7 @@ class BaseADMTransformer(
             learning_rate_decay=self._learning_rate_decay,
             warmup_steps=self._warmup_steps,
             stop_on_objective=self._stop_on_objective,
+            rank_window=self._rank_window,
         )
 
     @property

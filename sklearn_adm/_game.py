@@ -98,6 +98,8 @@ class GameSettings:
     warmup_steps: int = 200
     #: held-out rows on which the autoencoder's selection penalty is computed
     selection_rows: int = 1024
+    #: evaluations whose mean criterion ranks the starts (one evaluation is noisy)
+    rank_window: int = 1
     #: after this many encoder updates only the leading start plays on (None: all, to the end)
     narrow_after: int | None = None
     #: the encoder's step size at update t is learning_rate / (1 + t / learning_rate_decay)
@@ -257,7 +259,9 @@ class AdversarialGame:
         autoencoder's ``selection_penalty``."""
         average = self.average.module
         loss, terms, self.alpha, z = self._objective(average, X_val)
-        criterion = loss + average.selection_penalty(z[: self.settings.selection_rows])
+        criterion = loss  # one start alone needs no ranking
+        if average.n_init > 1:
+            criterion = loss + average.selection_penalty(z[: self.settings.selection_rows])
         return loss, terms, average.stopping_codes(X_val, z), criterion
 
     def _narrow(self, leader, records):
@@ -305,7 +309,7 @@ class AdversarialGame:
         describes it.
         """
         s = self.settings
-        records, snapshots, leader = [], [], 0
+        records, snapshots, criteria, leader = [], [], [], 0
         last_good = copy.deepcopy(self.average.module.state_dict())
         converged, n_iter = False, 0
         best, best_at = math.inf, 0
@@ -326,11 +330,12 @@ class AdversarialGame:
                 if n_iter % s.eval_every and n_iter != s.max_iter:
                     continue
                 objective, val_terms, codes, criterion = self._evaluate(X_val)
-                leader = int(criterion.argmin())
+                criteria = [*criteria, criterion][-s.rank_window :]
+                leader = int(torch.stack(criteria).mean(dim=0).argmin())
                 if n_iter == s.narrow_after and self.autoencoder.n_init > 1:
                     self._narrow(leader, records)
                     objective, val_terms, codes, criterion = self._evaluate(X_val)
-                    snapshots, leader, best = [], 0, math.inf
+                    snapshots, criteria, leader, best = [], [], 0, math.inf
                 if s.stop_on_objective:  # updates since the objective last fell by tol
                     value = float(objective[leader])
                     if value < best - s.tol:

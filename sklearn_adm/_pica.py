@@ -384,6 +384,7 @@ class PICA(BaseADMTransformer):
         self.verbose = verbose
 
     _narrow_after = 30
+    _rank_window = 3
     _learning_rate_decay = 25
     _warmup_steps = 100
 
