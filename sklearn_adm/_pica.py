@@ -213,8 +213,8 @@ class PICA(BaseADMTransformer):
         Number of components. None keeps ``n_features``.
     dependence_weight : float, default=0.5
         Weight :math:`\lambda` of the dependence term ``1 - mean critic MSE``. 0 turns ADM off.
-        Larger values give up more variance for more independence; the default is the
-        smallest of 0.1, 0.2, ..., 0.5 that solves the paper's example for every seed tried.
+        Larger values give up more variance for more independence. With the default, 40 of 40
+        seeds of the paper's example gave one component per factor; with 0.3, 18 of 20.
     reconstruction_weight : float, default=1.0
         Weight of the reconstruction term: the share of PCA's explained variance that the
         components give up (0 on PCA's subspace), computed exactly from the covariance, so
