@@ -68,7 +68,12 @@ def negentropy(Y, R):
     non-Gaussian components most; on scikit-learn's digits its maxima were measured to leave
     more dependence for gradient-boosted trees (held-out R^2 0.42 against 0.36).
     """
-    return _gaps(Y @ R).abs().sum(dim=-1)
+    return _contrast(_gaps(Y @ R))
+
+
+def _contrast(gaps):
+    """:func:`negentropy` from the columns' :func:`_gaps`."""
+    return gaps.abs().sum(dim=-1)
 
 
 def _fixed_point(Y, U, R):
@@ -106,7 +111,7 @@ def negentropy_step(Y, R, angle):
     with torch.no_grad():
         U = Y @ R
         gaps = _gaps(U)
-        now = gaps.abs().sum(dim=-1)
+        now = _contrast(gaps)
         proposal = _fixed_point(Y, U, R)
         improved = negentropy(Y, proposal) > now
         new = torch.where(improved[:, None, None], proposal, R)
@@ -144,10 +149,12 @@ def negentropy_rotation(Y, R, *, explore=0, max_iter=200, tol=1e-6):
     it before the ascent raised the contrast reached from random rotations from 0.44-0.48 to
     0.50 for 6 starts of 8, where FastICA's best runs end.
     """
-    best, best_value = R, negentropy(Y, R)
+    U = Y @ R
+    best, best_value = R, _contrast(_gaps(U))
     for _ in range(explore):
-        R = _fixed_point(Y, Y @ R, R)
-        value = negentropy(Y, R)
+        R = _fixed_point(Y, U, R)
+        U = Y @ R
+        value = _contrast(_gaps(U))
         better = value > best_value
         best = torch.where(better[:, None, None], R, best)
         best_value = torch.where(better, value, best_value)
