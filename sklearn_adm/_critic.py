@@ -77,6 +77,17 @@ class _FeatureWiseMLP(nn.Module):
         return (_activation(hidden) * self.out_weight).sum(dim=-1) + self.out_bias
 
 
+def _self_connections(weight):
+    """The view ``(groups, h, s)`` of a first predictor layer ``(groups, s, s*h)`` holding the
+    weights from each feature into its own predictor."""
+    groups, s, width = weight.shape
+    return torch.diagonal(weight.view(groups, s, s, width // s), dim1=1, dim2=2)
+
+
+def _zero_self_gradient(weight):
+    _self_connections(weight.grad).zero_()
+
+
 def _uniform(shape, bound):
     return nn.Parameter(torch.empty(shape).uniform_(-bound, bound))
 
@@ -147,23 +158,34 @@ class ADMCritic(nn.Module):
         predictor_widths = _as_widths(critic_hidden)
         h = predictor_widths[0]
         # First predictor layer, one (s, s*h) matrix per group of s features, input k to unit
-        # (j, u): block j sees the other features of its group (the mask removes input j).
+        # (j, u): block j sees the other features of its group, its own input's weights are 0.
         bound = _FIRST_LAYER_GAIN / math.sqrt(max(group_size - 1, 1))
         # Drawn as one dense (d, d*h) map whose diagonal blocks are kept: a seed draws the same
         # numbers whatever the number of groups (scaled to the group's fan-in).
         dense = torch.empty(d, d * h).uniform_(-bound, bound)
         dense = dense.view(self.n_groups, group_size, self.n_groups, group_size * h)
-        blocks = torch.stack([dense[g, :, g] for g in range(self.n_groups)])
-        self.predictor_in = nn.Parameter(blocks)
+        self._set_predictor_in(torch.diagonal(dense, dim1=0, dim2=2).permute(2, 0, 1))
         self.predictor_in_bias = _uniform((d, h), bound)
-        sees = 1.0 - torch.eye(group_size)
-        self.register_buffer("_mask", sees.repeat_interleave(h, dim=1), persistent=False)
         self.predictor = _FeatureWiseMLP(d, predictor_widths)
         if self.probes:
             probe_widths = _as_widths(probe_hidden)
             self.probe_in = _uniform((d, probe_widths[0]), _FIRST_LAYER_GAIN)
             self.probe_in_bias = _uniform((d, probe_widths[0]), _FIRST_LAYER_GAIN)
             self.probe = _FeatureWiseMLP(d, probe_widths)
+
+    def _set_predictor_in(self, blocks):
+        """Make ``blocks`` ``(groups, s, s*h)`` the first predictor layer, with each feature's
+        weights into its own predictor zero and kept zero: their gradient is zeroed in place
+        as it is accumulated, so no masked copy of the layer is ever made."""
+        self.predictor_in = nn.Parameter(blocks.contiguous())
+        with torch.no_grad():
+            _self_connections(self.predictor_in).zero_()
+        self.predictor_in.register_post_accumulate_grad_hook(_zero_self_gradient)
+
+    def __setstate__(self, state):
+        """Unpickled and deep-copied critics keep the rule: tensors lose their hooks there."""
+        super().__setstate__(state)
+        self.predictor_in.register_post_accumulate_grad_hook(_zero_self_gradient)
 
     @torch.no_grad()
     def keep_group(self, group):
@@ -175,7 +197,7 @@ class ADMCritic(nn.Module):
         def cut(parameter, index):
             return nn.Parameter(parameter[index].clone())
 
-        self.predictor_in = cut(self.predictor_in, slice(group, group + 1))
+        self._set_predictor_in(self.predictor_in[group : group + 1].clone())
         self.predictor_in_bias = cut(self.predictor_in_bias, rows)
         mlps = [self.predictor] + ([self.probe] if self.probes else [])
         if self.probes:
@@ -210,8 +232,7 @@ class ADMCritic(nn.Module):
         """Predictions ``phi_j(z_{-j})`` for standardised ``z``, shape ``(n, d)``."""
         # The first layer of all d predictors at once, one matmul per group.
         n, groups = len(z_std), self.n_groups
-        weight = self.predictor_in * self._mask
-        hidden = torch.einsum("ngs,gsu->ngu", z_std.view(n, groups, -1), weight)
+        hidden = torch.einsum("ngs,gsu->ngu", z_std.view(n, groups, -1), self.predictor_in)
         hidden = hidden.reshape(n, self.n_features, -1)
         return self.predictor(hidden + self.predictor_in_bias)
 

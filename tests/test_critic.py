@@ -1,5 +1,8 @@
 """ADMCritic computes what Theorem 1 says: 1 - mCor^2(z_j, z_-j) per feature."""
 
+import copy as copy_module
+import pickle
+
 import numpy as np
 import pytest
 import torch
@@ -178,3 +181,27 @@ def test_a_seed_gives_the_same_first_layer_whatever_the_grouping():
     for g in range(3):
         block = dense[2 * g : 2 * g + 2, 64 * g : 64 * g + 64]
         torch.testing.assert_close(grouped[g], block * 5**0.5)
+
+
+def test_self_connections_start_and_stay_zero():
+    """No feature sees itself: its weights into its own predictor are zero after training
+    (with Adam) and after cutting the critic down to one group, and deep copies keep the rule."""
+    from sklearn_adm._critic import _self_connections
+
+    torch.manual_seed(0)
+    critic = ADMCritic(6, n_groups=2)
+    optimizer = torch.optim.Adam(critic.parameters(), lr=0.1)
+    z = torch.randn(64, 6)
+    for _ in range(5):
+        optimizer.zero_grad()
+        critic(z).mean().backward()
+        optimizer.step()
+    assert torch.count_nonzero(_self_connections(critic.predictor_in)) == 0
+    assert torch.count_nonzero(critic.predictor_in) == 2 * 3 * 2 * 32
+    copy = pickle.loads(pickle.dumps(copy_module.deepcopy(critic)))
+    for columns in (slice(None), slice(3, None)):  # the copy, then its second group alone
+        optimizer = torch.optim.Adam(copy.parameters(), lr=0.1)
+        copy(z[:, columns]).mean().backward()
+        optimizer.step()
+        assert torch.count_nonzero(_self_connections(copy.predictor_in)) == 0
+        copy.keep_group(1)
