@@ -3,7 +3,7 @@
 For ``d`` features the critic holds ``d`` probes ``psi_j: R -> R`` and ``d`` dependency
 predictors ``phi_j: R^(d-1) -> R`` (paper, Sec. 4 "Implementation"). All of them are evaluated
 at once: the predictors' first layer is one batched map per group of ``s`` features,
-``R^s -> R^(s*h)``, whose weight has the self-connections masked out, and every later layer
+``R^s -> R^(s*h)``, whose self-connections are zero and kept zero, and every later layer
 is a stack of ``d`` small weight matrices applied with one batched ``einsum``. The probes are
 built the same way, starting from one scalar per feature.
 """
