@@ -20,9 +20,10 @@ from ._rotation import (
 _RANK_TOLERANCE = 1e-6
 #: rows (whitened) on which the rotation's negentropy contrast is computed
 _ROTATION_ROWS = 4096
-#: plain fixed-point steps, then ascent steps, of each start's rotation before the game (it
-#: then takes one ascent step per update)
-_START_EXPLORE_STEPS = 200
+#: plain fixed-point steps with which a rotation is solved from a new start (before the game,
+#: and on the final subspace), keeping the best iterate
+_EXPLORE_STEPS = 200
+#: ascent steps of each start's rotation before the game (it then takes one per update)
 _START_ROTATION_STEPS = 30
 #: ascent steps, at most, of the rotation on the final frame
 _FINAL_ROTATION_STEPS = 50
@@ -80,7 +81,7 @@ class _SubspaceAutoencoders(Autoencoders):
             rotation = negentropy_rotation(
                 self.rotation_rows @ self.frame.detach(),
                 polar(torch.randn_like(rotation)),
-                explore=_START_EXPLORE_STEPS,
+                explore=_EXPLORE_STEPS,
                 max_iter=_START_ROTATION_STEPS,
             )
         self.register_buffer("rotation", rotation)
@@ -166,7 +167,7 @@ class _SubspaceAutoencoders(Autoencoders):
             rotations = negentropy_rotation(
                 scores,
                 candidates.flatten(end_dim=1),
-                explore=_START_EXPLORE_STEPS,
+                explore=_EXPLORE_STEPS,
                 max_iter=_FINAL_ROTATION_STEPS,
             )
             best = negentropy(scores, rotations).view(-1, n_candidates).argmax(dim=1)
