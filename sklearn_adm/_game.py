@@ -121,9 +121,50 @@ _TERMS = ("objective", "reconstruction", "critic_mse", "variance_penalty")
 
 
 def make_adam(parameters, learning_rate, device):
-    """Adam with the fused kernel where the device has one (few, large ops per step)."""
+    """Adam with the fused kernel where the device has one (few, large ops per step), and
+    capturable on CUDA (its step count stays on the GPU, so a CUDA graph can replay it)."""
     fused = device.type in ("cpu", "cuda")
-    return torch.optim.Adam(parameters, lr=learning_rate, fused=fused)
+    capturable = device.type == "cuda"
+    return torch.optim.Adam(parameters, lr=learning_rate, fused=fused, capturable=capturable)
+
+
+class CriticUpdates:
+    """Runs :func:`critic_step` on minibatches of one shape: eagerly, or on CUDA by replaying
+    one captured CUDA graph of the step (a step is hundreds of small kernels, and at the sizes
+    of a fit the GPU otherwise waits on their launches).
+
+    The first ``eager_steps`` updates run eagerly on a side stream, as capture needs (they
+    create the optimizer's state); the next one is captured and every later one replays it on
+    the batch copied into the captured input. Make a new one when the critic or its optimizer
+    changes.
+    """
+
+    eager_steps = 3
+
+    def __init__(self, critic, optimizer, device):
+        self.critic, self.optimizer = critic, optimizer
+        self.use_graph = device.type == "cuda"
+        self.done, self.graph, self.batch = 0, None, None
+
+    def __call__(self, batch):
+        if self.graph is not None:
+            self.batch.copy_(batch)
+            self.graph.replay()
+        elif not self.use_graph:
+            critic_step(self.critic, self.optimizer, batch)
+        elif self.done < self.eager_steps:
+            stream = torch.cuda.Stream()
+            stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(stream):
+                critic_step(self.critic, self.optimizer, batch)
+            torch.cuda.current_stream().wait_stream(stream)
+        else:
+            self.batch, self.graph = batch.clone(), torch.cuda.CUDAGraph()
+            self.optimizer.zero_grad(set_to_none=True)
+            with torch.cuda.graph(self.graph):
+                critic_step(self.critic, self.optimizer, self.batch)
+            self.graph.replay()  # capture records the step without running it
+        self.done += 1
 
 
 def critic_step(critic, optimizer, z):
@@ -194,6 +235,7 @@ class AdversarialGame:
             autoencoder, multi_avg_fn=get_ema_multi_avg_fn(settings.ema_decay), use_buffers=True
         )
         self.alpha = torch.ones(critic.n_features, device=device)
+        self.critic_update = CriticUpdates(critic, self.critic_optimizer, device)
 
     def _batch(self, X, count=1):
         """``count`` minibatches of rows of ``X``, stacked: ``(count * batch_size, ...)``; all
@@ -279,6 +321,7 @@ class AdversarialGame:
         self.critic_optimizer = make_adam(
             self.critic.parameters(), self.settings.critic_learning_rate, device
         )
+        self.critic_update = CriticUpdates(self.critic, self.critic_optimizer, device)
         for record in records:
             for key in ("train", "val"):
                 if key in record:
@@ -294,7 +337,7 @@ class AdversarialGame:
                 z = self.autoencoder.encode(self._batch(X_train, count))
             batches = z.chunk(count) if len(z) == count * self.settings.batch_size else [z] * count
             for batch in batches:
-                critic_step(self.critic, self.critic_optimizer, batch)
+                self.critic_update(batch)
 
     def play(self, X_train, X_val, desc="ADM"):
         """Run the game; leave ``autoencoder`` holding the averaged encoder's weights.

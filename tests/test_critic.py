@@ -205,3 +205,25 @@ def test_self_connections_start_and_stay_zero():
         optimizer.step()
         assert torch.count_nonzero(_self_connections(copy.predictor_in)) == 0
         copy.keep_group(1)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_graph_replayed_critic_steps_train_as_eager_steps():
+    """On CUDA the critic's steps are captured once and replayed: the same updates as eager
+    steps on the same minibatches."""
+    from sklearn_adm._game import CriticUpdates, critic_step, make_adam
+
+    device = torch.device("cuda")
+    batches = torch.randn(8, 128, 6, generator=torch.Generator().manual_seed(0)).to(device)
+    critics = []
+    for replay in (False, True):
+        torch.manual_seed(0)
+        critic = ADMCritic(6, n_groups=2).to(device)
+        optimizer = make_adam(critic.parameters(), 0.02, device)
+        update = CriticUpdates(critic, optimizer, device)
+        for batch in batches:
+            update(batch) if replay else critic_step(critic, optimizer, batch)
+        assert (update.graph is not None) == replay
+        critics.append(critic)
+    for eager, replayed in zip(*(c.parameters() for c in critics), strict=True):
+        torch.testing.assert_close(replayed, eager, rtol=1e-5, atol=1e-6)
