@@ -228,14 +228,16 @@ class AdversarialGame:
         self.generator = generator
         device = next(critic.parameters()).device
         self.encoder_optimizer = autoencoder.make_optimizer(settings.learning_rate, device)
-        self.critic_optimizer = make_adam(
-            critic.parameters(), settings.critic_learning_rate, device
-        )
         self.average = AveragedModel(
             autoencoder, multi_avg_fn=get_ema_multi_avg_fn(settings.ema_decay), use_buffers=True
         )
         self.alpha = torch.ones(critic.n_features, device=device)
-        self.critic_update = CriticUpdates(critic, self.critic_optimizer, device)
+        self.critic_update = self._critic_updates(device)
+
+    def _critic_updates(self, device):
+        """The critic's steps, with a fresh Adam (a new critic's parameters need one)."""
+        optimizer = make_adam(self.critic.parameters(), self.settings.critic_learning_rate, device)
+        return CriticUpdates(self.critic, optimizer, device)
 
     def _batch(self, X, count=1):
         """``count`` minibatches of rows of ``X``, stacked: ``(count * batch_size, ...)``; all
@@ -318,10 +320,7 @@ class AdversarialGame:
         self.encoder_optimizer = self.autoencoder.make_optimizer(
             self.settings.learning_rate, device
         )
-        self.critic_optimizer = make_adam(
-            self.critic.parameters(), self.settings.critic_learning_rate, device
-        )
-        self.critic_update = CriticUpdates(self.critic, self.critic_optimizer, device)
+        self.critic_update = self._critic_updates(device)
         for record in records:
             for key in ("train", "val"):
                 if key in record:
