@@ -6,8 +6,9 @@ TORCH ?= torch==2.13.0
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DOCS_STAMP := $(VENV)/.installed-docs
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench doc clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,5 +34,15 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_nonlinear_pica.py
 	$(BIN)/python benchmarks/bench_devices.py
 
+# The HTML site in doc/_build/html: every example of the gallery runs; warnings are errors.
+doc: $(DOCS_STAMP)
+	rm -rf doc/generated
+	$(BIN)/sphinx-build -W --keep-going -b html doc doc/_build/html
+	@echo "Open doc/_build/html/index.html"
+
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[dev,docs]"
+	touch $(DOCS_STAMP)
+
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache doc/_build doc/generated doc/auto_examples

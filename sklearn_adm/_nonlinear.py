@@ -138,11 +138,38 @@ class NonlinearPICA(BaseADMTransformer):
         fallen by more than ``tol`` over the last ``n_iter_no_change`` encoder updates, as
         scikit-learn's MLPs stop early. The representation itself never settles: any
         invertible function of a component is as good, and the game drifts along them.
-    critic_steps, critic_hidden, probe_hidden, probes, max_iter, batch_size, learning_rate, \
-critic_learning_rate, n_iter_no_change, validation_fraction, n_init, device, \
-random_state, verbose
-        As for :class:`PICA`, except ``max_iter=2000`` and ``learning_rate=2e-3`` (plain
-        Adam on the MLP weights).
+    critic_steps : int, default=4
+        Critic updates per encoder update (``k`` in Algorithm 1).
+    critic_hidden : int or tuple of int, default=32
+        Hidden widths of the dependency predictors.
+    probe_hidden : int or tuple of int, default=16
+        Hidden widths of the probe networks.
+    probes : bool, default=True
+        If False, the critic only predicts the components themselves (predictability
+        minimisation), which detects dependence of the conditional mean only.
+    max_iter : int, default=2000
+        Maximum number of encoder updates.
+    batch_size : int or None, default=512
+        Rows per minibatch; None (or a size above the number of training rows) uses them all.
+    learning_rate : float, default=2e-3
+        Adam's step size for the weights of the encoder and the decoder.
+    critic_learning_rate : float, default=2e-2
+        Adam's step size for the critic.
+    n_iter_no_change : int, default=120
+        Encoder updates over which the held-out objective must fall by ``tol``; checked
+        every 10 updates.
+    validation_fraction : float, default=0.1
+        Fraction of rows held out from training, as for :class:`PICA`.
+    n_init : int, default=4
+        Number of starts, trained side by side in one batched game to the end; the one
+        kept has the lowest held-out objective plus decoder contrast.
+    device : {"auto", "cpu", "cuda", "cuda:N", "mps"}, default="auto"
+        Where to train: "auto" uses CUDA when available.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the initial weights, the held-out split and the minibatches. An int gives the
+        same result on the CPU every time.
+    verbose : int, default=0
+        With 1 or more, a progress bar shows the held-out reconstruction and critic MSE.
 
     Attributes
     ----------

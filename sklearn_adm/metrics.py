@@ -6,7 +6,7 @@ All estimators here are the biased V-statistics of Székely et al. (2007), the o
 One against the rest. For feature ``j`` and row pair ``(i, k)``, ``a = |z_ij - z_kj|`` and
 ``b = sqrt(D_ik^2 - a^2)``, where ``D_ik^2`` is the squared distance between the two rows over
 all features: the distance work is shared by all ``d`` features. Double centring never needs
-the ``n x n`` matrices: with row sums ``a_i.``, ``b_i.`` and totals ``a_..``, ``b_..``,
+the ``n x n`` matrices: with row sums ``a_i.``, ``b_i.`` and totals ``a_..``, ``b_..``::
 
     sum_ik A_ik B_ik = sum_ik a_ik b_ik - (2/n) sum_i a_i. b_i. + a_.. b_.. / n^2,
 
