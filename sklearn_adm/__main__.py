@@ -1,7 +1,8 @@
 """Command line of sklearn-adm.
 
 python -m sklearn_adm demo                 PCA vs FastICA vs PICA on the paper's example
-python -m sklearn_adm score FILE [options]  dependence of the columns of a .npy or .csv file
+python -m sklearn_adm score FILE [options]  dependence of the columns of a .npy or .csv file,
+                                            with --test their p-values and floors
 """
 
 import argparse
@@ -11,22 +12,30 @@ import numpy as np
 
 
 def _load(path):
-    """A 2-D float array from a .npy or .csv file (a header row in a CSV is skipped)."""
+    """A 2-D float array from a .npy or .csv file, and its column names: a CSV's header row
+    if it has one, else the column numbers."""
     if path.endswith(".npy"):
-        return np.load(path, allow_pickle=False)
-    if path.endswith(".csv"):
-        try:
-            return np.loadtxt(path, delimiter=",", ndmin=2)
-        except ValueError:
-            return np.loadtxt(path, delimiter=",", ndmin=2, skiprows=1)
-    raise ValueError("expected a .npy or .csv file")
+        Z = np.load(path, allow_pickle=False)
+        return Z, [str(j) for j in range(Z.shape[1] if Z.ndim == 2 else 1)]
+    if not path.endswith(".csv"):
+        raise ValueError("expected a .npy or .csv file")
+    try:
+        Z = np.loadtxt(path, delimiter=",", ndmin=2)
+        return Z, [str(j) for j in range(Z.shape[1])]
+    except ValueError:
+        Z = np.loadtxt(path, delimiter=",", ndmin=2, skiprows=1)
+    with open(path, encoding="utf-8") as file:
+        header = [name.strip() for name in file.readline().split(",")]
+    if len(header) != Z.shape[1]:
+        header = [str(j) for j in range(Z.shape[1])]
+    return Z, header
 
 
 def _score(args):
     from ._scorer import DependenceScorer
 
     try:
-        Z = _load(args.file)
+        Z, names = _load(args.file)
     except (OSError, ValueError) as error:
         print(f"sklearn_adm score: cannot read {args.file!r}: {error}", file=sys.stderr)
         return 2
@@ -34,13 +43,30 @@ def _score(args):
     scorer = DependenceScorer(args.metric, max_samples=max_samples, random_state=args.seed)
     try:
         values = scorer.per_feature(Z)
+        if args.test:
+            p_values, floor = scorer.test(Z, n_permutations=args.permutations)
     except ValueError as error:
         print(f"sklearn_adm score: {error}", file=sys.stderr)
         return 2
-    print(f"{'feature':>8} {args.metric:>10}")
-    for index, value in enumerate(values):
-        print(f"{index:>8} {value:>10.4f}")
-    print(f"{'mean':>8} {values.mean():>10.4f}")
+    width = max(8, *(len(name) for name in names))
+    columns = [f"{'feature':>{width}} {args.metric:>10}"]
+    if args.test:
+        columns.append(f"{'floor':>10} {'p-value':>10}")
+    print(" ".join(columns))
+    for j, (name, value) in enumerate(zip(names, values, strict=True)):
+        line = f"{name:>{width}} {value:>10.4f}"
+        if args.test:
+            line += f" {floor[j]:>10.4f} {p_values[j]:>10.4f}"
+        print(line)
+    summary = f"{'mean':>{width}} {values.mean():>10.4f}"
+    if args.test:
+        summary += f" {floor.mean():>10.4f}"
+    print(summary)
+    if args.test:
+        print(
+            f"p-value: share of {args.permutations} permutations (each column shuffled on its "
+            "own) scoring at least as high; floor: their mean score."
+        )
     return 0
 
 
@@ -65,6 +91,10 @@ def main(argv=None):
         "--max-samples", type=int, default=5000, help="rows used at most (0: all rows)"
     )
     score.add_argument("--seed", type=int, default=0)
+    score.add_argument(
+        "--test", action="store_true", help="add each column's permutation p-value and floor"
+    )
+    score.add_argument("--permutations", type=int, default=200, help="permutations for --test")
     args = parser.parse_args(argv)
     if args.command == "score":
         return _score(args)

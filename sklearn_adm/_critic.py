@@ -41,9 +41,10 @@ def dependence_mse(target, prediction):
 
     Returns :math:`1 - \big(2\,\overline{\tilde z_j \hat z_j} - \overline{\hat z_j^2}\big)`,
     the mean of :math:`(\tilde z_j - \hat z_j)^2` plus :math:`1 - \overline{\tilde z_j^2}`:
-    the plain MSE when the target has unit variance (see :class:`ADMCritic`, Notes).
+    the plain MSE when the target has unit variance (see :class:`ADMCritic`, Notes). The
+    mean runs over the rows, the second-to-last axis of ``(..., n, d)``.
     """
-    return 1.0 - (2.0 * target * prediction - prediction.square()).mean(dim=0)
+    return 1.0 - (2.0 * target * prediction - prediction.square()).mean(dim=-2)
 
 
 def _as_widths(hidden):

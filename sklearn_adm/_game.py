@@ -183,22 +183,27 @@ def calibrate(critic, z):
     ``alpha_j`` minimises the error of ``alpha_j * prediction_j`` on these rows, clipped to
     [0, 1]; the returned MSE is that minimal error, at most 1.
     """
-    target, prediction = critic.target_and_prediction(z)
-    cross = (target * prediction).mean(dim=0)
-    power = prediction.square().mean(dim=0)
+    return calibrated_fit(*critic.target_and_prediction(z))
+
+
+def calibrated_fit(target, prediction):
+    """:func:`calibrate` from the targets and predictions ``(..., n, d)``, per set of rows
+    along the leading axes: ``alpha`` and the MSE, each ``(..., d)``."""
+    cross = (target * prediction).mean(dim=-2)
+    power = prediction.square().mean(dim=-2)
     alpha = (cross / power.clamp_min(torch.finfo(power.dtype).tiny)).clamp(0.0, 1.0)
-    return alpha, dependence_mse(target, alpha * prediction)
+    return alpha, dependence_mse(target, alpha.unsqueeze(-2) * prediction)
 
 
 def train_critic(critic, z_train, *, steps, batch_size, learning_rate, generator):
-    """The game with the encoder fixed: ``steps`` critic updates on minibatches of ``z_train``."""
-    optimizer = make_adam(critic.parameters(), learning_rate, z_train.device)
+    """The game with the encoder fixed: ``steps`` critic updates on minibatches of ``z_train``
+    (replayed from a CUDA graph on CUDA, as in the game)."""
+    device = z_train.device
+    update = CriticUpdates(critic, make_adam(critic.parameters(), learning_rate, device), device)
     batch_size = min(batch_size, len(z_train))
     for _ in range(steps):
-        rows = torch.randint(
-            len(z_train), (batch_size,), generator=generator, device=z_train.device
-        )
-        critic_step(critic, optimizer, z_train[rows])
+        rows = torch.randint(len(z_train), (batch_size,), generator=generator, device=device)
+        update(z_train[rows])
     return critic
 
 

@@ -46,3 +46,15 @@ def test_unreadable_files_get_a_clear_message(tmp_path, capsys, name, content, m
         path.write_text(content)
     assert main(["score", str(path)]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_score_names_columns_by_the_header_and_tests_them(tmp_path, data, capsys):
+    path = tmp_path / "features.csv"
+    np.savetxt(path, data, delimiter=",", header="angle,height,noise", comments="")
+    assert main(["score", str(path), "--test", "--permutations", "19"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["feature", "dcor", "floor", "p-value"]
+    rows = {line.split()[0]: [float(v) for v in line.split()[1:]] for line in lines[1:4]}
+    assert list(rows) == ["angle", "height", "noise"]
+    assert rows["angle"][2] == rows["height"][2] == 0.05  # 1 / (19 + 1): beyond every shuffle
+    assert rows["noise"][2] > 0.05 and rows["noise"][1] > 0  # the floor of independent columns

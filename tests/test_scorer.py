@@ -119,10 +119,74 @@ def test_bad_input_gets_a_clear_error(Z, params, message):
         DependenceScorer(**params).per_feature(Z)
 
 
-@pytest.mark.parametrize("metric", ["adm", "hgb"])
-def test_test_rejects_the_trained_metrics(metric):
+def test_test_rejects_the_boosted_trees():
     with pytest.raises(ValueError, match="test\\(\\) supports"):
-        DependenceScorer(metric).test(np.eye(3))
+        DependenceScorer("hgb").test(np.eye(3))
+
+
+@pytest.mark.parametrize("two_samples", [False, True])
+def test_learned_test_holds_its_level_on_independent_data(two_samples):
+    """The critic is trained once; the permutations shuffle rows it never saw, so under
+    independence the p-values are uniform: about 5 % below 0.05, mean about 0.5."""
+    draws = {
+        "uniform": lambda rng, n: rng.uniform(size=n),
+        "exponential": lambda rng, n: rng.exponential(size=n),
+        "bimodal": lambda rng, n: rng.normal(size=n) + 3 * rng.integers(0, 2, size=n),
+    }
+    p_values = []
+    for seed in range(48):
+        rng = np.random.default_rng(seed)
+        draw = list(draws.values())[seed % 3]
+        X, Y = draw(rng, 200), draw(rng, 200)
+        scorer = DependenceScorer("adm", random_state=seed, critic_params={"max_iter": 100})
+        if two_samples:
+            p_values.append(scorer.test(X, Y, n_permutations=39)[1])
+        else:
+            p_values.extend(scorer.test(np.c_[X, Y], n_permutations=39)[0])
+    p_values = np.array(p_values)
+    assert np.mean(p_values <= 0.05) <= 0.125
+    assert 0.38 < p_values.mean() < 0.62
+
+
+def test_learned_test_finds_a_wiggly_relation_that_pearson_misses(rng):
+    x = rng.uniform(-1, 1, size=400)
+    y = np.cos(4 * np.pi * x) + 0.3 * rng.normal(size=400)  # uncorrelated with x
+    statistic, p_value = DependenceScorer("adm", random_state=0).test(x, y, n_permutations=99)
+    assert p_value == pytest.approx(1 / 100) and statistic > 0.05  # the floor is about 0.005
+    assert DependenceScorer("pearson", random_state=0).test(x, y, n_permutations=99)[1] > 0.05
+
+
+def test_two_sample_test_is_dcor_test(rng):
+    import dcor
+
+    X = rng.normal(size=(150, 3))
+    Y = X[:, :1] ** 2 + 0.5 * rng.normal(size=(150, 1))
+    statistic, p_value = DependenceScorer("dcor", random_state=0).test(X, Y, n_permutations=99)
+    assert statistic == pytest.approx(dcor.distance_correlation(X, Y), rel=1e-9)
+    assert p_value == pytest.approx(1 / 100)
+    squared, _ = DependenceScorer("dcor_sq", random_state=0).test(X, Y, n_permutations=9)
+    assert squared == pytest.approx(statistic**2)
+
+
+def test_two_sample_pearson_is_the_first_canonical_correlation(rng):
+    X = rng.normal(size=(500, 2))
+    Y = np.c_[X @ [1.0, -2.0] + rng.normal(size=500), rng.normal(size=500)]
+    statistic, p_value = DependenceScorer("pearson", random_state=0).test(X, Y)
+    explained = np.corrcoef(X @ [1.0, -2.0], Y[:, 0])[0, 1]
+    assert statistic == pytest.approx(explained, abs=0.02) and p_value < 0.01
+
+
+@pytest.mark.parametrize(
+    ("X", "Y", "params", "message"),
+    [
+        (np.zeros((10, 1)), np.zeros((9, 1)), {}, "same number of rows"),
+        (np.zeros((10, 1)), np.full((10, 1), np.nan), {}, "NaN"),
+        (np.arange(12.0), np.arange(12.0) ** 2, {"metric": "adm"}, "rows the critic does not"),
+    ],
+)
+def test_two_sample_bad_input_gets_a_clear_error(X, Y, params, message):
+    with pytest.raises(ValueError, match=message):
+        DependenceScorer(**params).test(X, Y)
 
 
 @pytest.mark.parametrize("metric", ["dcor", "dcor_sq", "pearson", "adm", "hgb"])
