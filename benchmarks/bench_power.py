@@ -18,6 +18,7 @@ hyppo is a benchmark-only dependency (the ``bench`` extra).
 """
 
 import argparse
+import inspect
 import time
 import warnings
 
@@ -75,6 +76,14 @@ def level(n_tests, n_permutations, indep_sim):
         print(f"{metric:>8} {rate:>6.3f}   {per_form}   ({seconds:.2f} s a test)", flush=True)
 
 
+def noise(sim):
+    """The noise on, for the simulations that have it (not the null, nor multiplicative
+    noise, whose noise is the relation)."""
+    from hyppo.tools import SIMULATIONS
+
+    return {"noise": True} if "noise" in inspect.signature(SIMULATIONS[sim]).parameters else {}
+
+
 def power(sims, sizes, dims, reps, n_permutations, indep_sim, Dcorr, Hsic):
     """Rejection rates per simulation, size, dimension and test."""
     tests = {
@@ -97,7 +106,7 @@ def power(sims, sizes, dims, reps, n_permutations, indep_sim, Dcorr, Hsic):
                 seconds = dict.fromkeys(tests, 0.0)
                 for seed in range(reps):
                     np.random.seed(seed)  # noqa: NPY002 (hyppo draws from the global generator)
-                    x, y = indep_sim(sim, n, p, **({} if "indep" in sim else {"noise": True}))
+                    x, y = indep_sim(sim, n, p, **noise(sim))
                     for name, test in tests.items():
                         start = time.perf_counter()
                         rejected[name] += test(x, y, seed) <= ALPHA
