@@ -299,7 +299,6 @@ class DependenceScorer(BaseEstimator):
         return _p_values(observed, permuted), permuted.mean(axis=0)
 
     def _test_samples(self, X, Y, n_permutations):
-        self._validate_params()
         X = check_array(X, dtype=np.float64, ensure_min_samples=2, ensure_2d=False)
         Y = check_array(Y, dtype=np.float64, ensure_min_samples=2, ensure_2d=False)
         X, Y = (A.reshape(len(A), -1) for A in (X, Y))
