@@ -3,7 +3,8 @@
 from ._critic import ADMCritic
 from ._nonlinear import NonlinearPICA
 from ._pica import PICA
+from ._regularizer import ADMRegularizer
 from ._scorer import DependenceScorer
 
-__all__ = ["ADMCritic", "DependenceScorer", "NonlinearPICA", "PICA"]
+__all__ = ["ADMCritic", "ADMRegularizer", "DependenceScorer", "NonlinearPICA", "PICA"]
 __version__ = "0.1.0"

@@ -131,7 +131,8 @@ def make_adam(parameters, learning_rate, device):
 class CriticUpdates:
     """Runs :func:`critic_step` on minibatches of one shape: eagerly, or on CUDA by replaying
     one captured CUDA graph of the step (a step is hundreds of small kernels, and at the sizes
-    of a fit the GPU otherwise waits on their launches).
+    of a fit the GPU otherwise waits on their launches). A batch of another shape than the
+    captured one runs eagerly.
 
     The first ``eager_steps`` updates run eagerly on a side stream, as capture needs (they
     create the optimizer's state); the next one is captured and every later one replays it on
@@ -147,10 +148,10 @@ class CriticUpdates:
         self.done, self.graph, self.batch = 0, None, None
 
     def __call__(self, batch):
-        if self.graph is not None:
+        if self.graph is not None and batch.shape == self.batch.shape:
             self.batch.copy_(batch)
             self.graph.replay()
-        elif not self.use_graph:
+        elif not self.use_graph or self.graph is not None:  # another shape runs eagerly
             critic_step(self.critic, self.optimizer, batch)
         elif self.done < self.eager_steps:
             stream = torch.cuda.Stream()
