@@ -207,7 +207,8 @@ class ADMRegularizer(nn.Module):
         if z.shape[0] < 4:
             raise ValueError(
                 f"{method}: z has {z.shape[0]} rows; the regulariser needs at least 4 (two "
-                "per half of the batch)."
+                "per half of the batch). Drop a small last batch (DataLoader(..., "
+                "drop_last=True))."
             )
         if not z.is_floating_point():
             raise TypeError(f"{method}: z must be a floating-point tensor, got {z.dtype}.")
