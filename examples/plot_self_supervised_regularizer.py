@@ -1,6 +1,6 @@
 """
 ADM in self-supervised learning: independence instead of decorrelation
-=====================================================================
+======================================================================
 
 The paper's third application (Sec. 5.3, Eq. 10), small. Two augmented views of each image
 go through the same encoder, and the loss pulls their features together (invariance). Alone,
