@@ -6,7 +6,7 @@ from numbers import Integral, Real
 import torch
 from torch import nn
 
-from ._critic import ADMCritic, _as_widths, dependence_mse
+from ._critic import ADMCritic, dependence_mse
 from ._device import resolve_device
 from ._game import CriticUpdates, calibrated_fit, make_adam, variance_hinge
 
@@ -127,7 +127,6 @@ class ADMRegularizer(nn.Module):
         self.variance_weight = _check_positive("variance_weight", variance_weight, zero=True)
         if not isinstance(probes, bool):
             raise TypeError(f"probes must be a bool, got {probes!r}.")
-        _as_widths(critic_hidden), _as_widths(probe_hidden)  # clear errors before the critic
         self.critic = ADMCritic(
             2 * self.n_features,
             critic_hidden=critic_hidden,
