@@ -1,10 +1,11 @@
 """sklearn-adm: Adversarial Dependence Minimization for scikit-learn."""
 
 from ._critic import ADMCritic
+from ._ica import ICA
 from ._nonlinear import NonlinearPICA
 from ._pica import PICA
 from ._regularizer import ADMRegularizer
 from ._scorer import DependenceScorer
 
-__all__ = ["ADMCritic", "ADMRegularizer", "DependenceScorer", "NonlinearPICA", "PICA"]
+__all__ = ["ICA", "ADMCritic", "ADMRegularizer", "DependenceScorer", "NonlinearPICA", "PICA"]
 __version__ = "0.1.0"

@@ -222,11 +222,17 @@ class BaseADMTransformer(
         return X
 
     def _game_settings(self, n_train):
-        batch_size = n_train if self.batch_size is None else min(self.batch_size, n_train)
         return GameSettings(
             dependence_weight=self.dependence_weight,
             reconstruction_weight=self.reconstruction_weight,
             variance_weight=self.variance_weight,
+            **self._shared_game_settings(n_train),
+        )
+
+    def _shared_game_settings(self, n_train):
+        """The settings every estimator takes from its parameters as they are named."""
+        batch_size = n_train if self.batch_size is None else min(self.batch_size, n_train)
+        return dict(
             critic_steps=self.critic_steps,
             batch_size=batch_size,
             max_iter=self.max_iter,

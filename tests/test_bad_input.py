@@ -1,4 +1,4 @@
-"""Bad input gets a clear scikit-learn error, never a torch traceback: both estimators and the
+"""Bad input gets a clear scikit-learn error, never a torch traceback: the estimators and the
 scorer, one battery. Parameter-specific errors are tested next to each class."""
 
 import numpy as np
@@ -7,16 +7,17 @@ import scipy.sparse
 import torch
 from sklearn.exceptions import NotFittedError
 
-from sklearn_adm import PICA, DependenceScorer, NonlinearPICA
+from sklearn_adm import ICA, PICA, DependenceScorer, NonlinearPICA
 
 TARGETS = {
     "PICA": lambda **params: PICA(**{"max_iter": 2, **params}),
     "NonlinearPICA": lambda **params: NonlinearPICA(
         **{"max_iter": 2, "hidden_layer_sizes": (4,), **params}
     ),
+    "ICA": lambda **params: ICA(**{"max_iter": 2, **params}),
     "DependenceScorer": lambda **params: DependenceScorer(**params),
 }
-ESTIMATORS = ["PICA", "NonlinearPICA"]
+ESTIMATORS = ["PICA", "NonlinearPICA", "ICA"]
 
 
 def consume(target, X):

@@ -9,10 +9,14 @@ from sklearn.utils.estimator_checks import (
     parametrize_with_checks,
 )
 
-from sklearn_adm import PICA, NonlinearPICA
+from sklearn_adm import ICA, PICA, NonlinearPICA
 
 # Few iterations: the checks test the API, not the quality of the fit.
-ESTIMATORS = [PICA(max_iter=15), NonlinearPICA(max_iter=15, hidden_layer_sizes=(8,))]
+ESTIMATORS = [
+    PICA(max_iter=15),
+    NonlinearPICA(max_iter=15, hidden_layer_sizes=(8,)),
+    ICA(max_iter=15),
+]
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
