@@ -7,5 +7,5 @@ from ._pica import PICA
 from ._regularizer import ADMRegularizer
 from ._scorer import DependenceScorer
 
-__all__ = ["ICA", "ADMCritic", "ADMRegularizer", "DependenceScorer", "NonlinearPICA", "PICA"]
+__all__ = ["ADMCritic", "ADMRegularizer", "DependenceScorer", "ICA", "NonlinearPICA", "PICA"]
 __version__ = "0.1.0"

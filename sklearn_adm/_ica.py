@@ -73,12 +73,6 @@ class _RotationEncoders(Autoencoders):
     def finish(self):
         self.after_update()  # the averaged encoder's generator, folded in
 
-    def keep_start(self, start):
-        self.base = self.base[start : start + 1].clone()
-        self.start = self.start[start : start + 1].clone()
-        self.skew = nn.Parameter(self.skew.detach()[start : start + 1].clone())
-        self.n_init = 1
-
     def unmixing(self, start):
         """The trained un-mixing of one start on the scaled inputs, ``(n_features, d)``."""
         with torch.no_grad():
