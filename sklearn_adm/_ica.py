@@ -150,13 +150,15 @@ class ICA(BaseADMTransformer):
         The whitening: ``(X - mean_) @ whitening_.T`` has identity covariance on the
         training rows, and ``components_`` is a rotation of it.
     n_components_ : int
+        Number of components.
     n_iter_ : int
         Updates of the rotation that ran.
     history_ : list of dict
         Per update: the critic's MSE (and, every 10 updates, on held-out rows).
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Defined when ``X`` has string feature names.
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of features seen during fit, when ``X`` has string column names.
 
     See Also
     --------
