@@ -9,7 +9,8 @@ from torch import nn
 
 from ._base import BaseADMTransformer, _widths_constraint
 from ._game import Autoencoders, GameSettings
-from ._rotation import negentropy_rotation, polar
+from ._rotation import negentropy_rotation, polar, retract
+from ._scaling import principal_axes
 
 #: plain fixed-point steps of FastICA's contrast from each random start, keeping the best
 _EXPLORE_STEPS = 20
@@ -35,10 +36,8 @@ class _RotationEncoders(Autoencoders):
         super().__init__()
         self.n_init = n_init
         X = X_train.double()
-        eigenvalues, vectors = torch.linalg.eigh(X.T @ X / len(X))
-        eigenvalues, vectors = eigenvalues.flip(0)[:n_components], vectors.flip(1)[:, :n_components]
-        floor = max(float(torch.finfo(X.dtype).eps * eigenvalues[0].clamp_min(0)), 1e-12)
-        whitener = vectors * eigenvalues.clamp_min(floor).rsqrt()
+        eigenvalues, vectors, floor = principal_axes(X)
+        whitener = vectors[:, :n_components] * eigenvalues[:n_components].clamp_min(floor).rsqrt()
         self.register_buffer("whitener", whitener.to(X_train.dtype))
         white = (X @ whitener).expand(n_init, -1, -1)
         # drawn on the CPU, so that a seed gives the same starts on every device
@@ -66,12 +65,14 @@ class _RotationEncoders(Autoencoders):
         return gap.square().sum(dim=(1, 2)) / (2 * gap.shape[-1])
 
     def after_update(self):
-        with torch.no_grad():
-            self.base.copy_(polar(self.rotations()))
+        with torch.no_grad():  # orthonormal to rounding: Newton-Schulz, no solver, no sync
+            self.base.copy_(retract(self.rotations()))
             self.skew.zero_()
 
     def finish(self):
-        self.after_update()  # the averaged encoder's generator, folded in
+        """Fold the averaged encoder's generator in; an average of nearby rotations is
+        nearly orthonormal, and ``retract`` makes it so."""
+        self.after_update()
 
     def unmixing(self, start):
         """The trained un-mixing of one start on the scaled inputs, ``(n_features, d)``."""

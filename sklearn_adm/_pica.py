@@ -15,6 +15,7 @@ from ._rotation import (
     polar,
     retract,
 )
+from ._scaling import principal_axes
 
 #: eigenvalues below this share of the largest are numerical noise: those directions are dropped
 _RANK_TOLERANCE = 1e-6
@@ -57,14 +58,9 @@ class _SubspaceAutoencoders(Autoencoders):
     def __init__(self, X_train, n_components, n_init, *, rotate):
         super().__init__()
         self.n_init = n_init
-        X = X_train.double()
-        eigenvalues, vectors = torch.linalg.eigh(X.T @ X / len(X))
-        eigenvalues, vectors = eigenvalues.flip(0).clamp_min(0), vectors.flip(1)
-        total = eigenvalues.sum().clamp_min(torch.finfo(X.dtype).tiny)
+        eigenvalues, vectors, floor = principal_axes(X_train)
+        total = eigenvalues.sum().clamp_min(torch.finfo(eigenvalues.dtype).tiny)
         keep = max(int((eigenvalues > _RANK_TOLERANCE * eigenvalues[0]).sum()), n_components)
-        # The data are in units of unit mean variance (fit_scaling): a fixed floor keeps the
-        # whitener finite in float32, also for constant data.
-        floor = max(float(torch.finfo(X.dtype).eps * eigenvalues[0]), 1e-12)
         eigenvalues, vectors = eigenvalues[:keep].clamp_min(floor), vectors[:, :keep]
         dtype = X_train.dtype
         self.register_buffer("whitener", (vectors * eigenvalues.rsqrt()).to(dtype))
