@@ -3,9 +3,12 @@
 For each density, ``--draws`` times: ``--sources`` independent sources of ``--samples`` rows
 mixed by a random Gaussian matrix; each method un-mixes the same data in the same run. Prints
 the Amari error x 100 (Bach & Jordan's normalisation, 0 = perfect, 100 = worst) per density
-and in the mean, the ratio to the better peer, and the median fit time.
+and in the mean, the ratio to the better peer, and the median fit time. With ``--mixed``, each
+source of a draw has a density drawn at random (their Table 3's second setting), one row per
+draw. ``--start-only`` adds ICA's start, before the critic's game, as a column.
 
     python benchmarks/bench_ica.py [--sources 2] [--samples 1000] [--draws 3] [--letters abc]
+                                   [--mixed] [--start-only]
 """
 
 import argparse
@@ -33,6 +36,11 @@ def unmix_adm(X, seed):
     return ICA(random_state=seed, device="cpu").fit(X).components_
 
 
+def unmix_start(X, seed):
+    """ICA's start: one update with a vanishing step leaves the rotation where it began."""
+    return ICA(max_iter=1, learning_rate=1e-12, random_state=seed, device="cpu").fit(X).components_
+
+
 METHODS = {"FastICA": unmix_fastica, "Picard": unmix_picard, "ICA (ADM)": unmix_adm}
 
 
@@ -42,39 +50,45 @@ def main():
     parser.add_argument("--samples", type=int, default=1000)
     parser.add_argument("--draws", type=int, default=3)
     parser.add_argument("--letters", default=LETTERS)
+    parser.add_argument("--mixed", action="store_true", help="a random density per source")
+    parser.add_argument("--start-only", action="store_true", help="also ICA's start alone")
     args = parser.parse_args()
-    errors = {name: [] for name in METHODS}
-    seconds = {name: [] for name in METHODS}
+    methods = dict(METHODS, **({"ICA start": unmix_start} if args.start_only else {}))
+    errors = {name: [] for name in methods}
+    seconds = {name: [] for name in methods}
     print(f"{args.sources} sources, {args.samples} samples, {args.draws} draws; Amari x 100")
-    print("density " + "".join(f"{name:>11}" for name in METHODS))
-    for letter in args.letters:
-        per_draw = {name: [] for name in METHODS}
-        for draw in range(args.draws):
-            rng = np.random.default_rng([draw, ord(letter), args.sources])
-            sources = np.column_stack(
-                [sample(letter, args.samples, rng) for _ in range(args.sources)]
-            )
+    print("density " + "".join(f"{name:>11}" for name in methods))
+    # a row: one density for every source (its draws averaged), or with --mixed one draw
+    rows = range(args.draws) if args.mixed else args.letters
+    for row in rows:
+        per_draw = {name: [] for name in methods}
+        for draw in [row] if args.mixed else range(args.draws):
+            rng = np.random.default_rng([draw, ord(str(row)[0]), args.sources])
+            count = args.sources
+            letters = rng.choice(list(LETTERS), count) if args.mixed else [row] * count
+            sources = np.column_stack([sample(letter, args.samples, rng) for letter in letters])
             mixing = rng.normal(size=(args.sources, args.sources))
             X = sources @ mixing.T
-            for name, unmix in METHODS.items():
+            for name, unmix in methods.items():
                 start = time.perf_counter()
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     unmixing = unmix(X, draw)
                 seconds[name].append(time.perf_counter() - start)
                 per_draw[name].append(amari_error(unmixing, mixing))
-        for name in METHODS:
+        for name in methods:
             errors[name].append(np.mean(per_draw[name]))
-        print(f"({letter})    " + "".join(f"{np.mean(per_draw[n]):11.1f}" for n in METHODS))
+        label = "".join(letters) if args.mixed else f"({row})"
+        print(f"{label:8s}" + "".join(f"{np.mean(per_draw[n]):11.1f}" for n in methods))
     means = {name: float(np.mean(values)) for name, values in errors.items()}
-    print("mean    " + "".join(f"{means[n]:11.2f}" for n in METHODS))
-    print("fit (median)" + "".join(f"{np.median(seconds[n]):9.3f} s" for n in METHODS))
+    print("mean    " + "".join(f"{means[n]:11.2f}" for n in methods))
+    print("fit (median)" + "".join(f"{np.median(seconds[n]):9.3f} s" for n in methods))
     better_peer = min(means["FastICA"], means["Picard"])
     peer = np.minimum(errors["FastICA"], errors["Picard"])
     worst = np.max(np.array(errors["ICA (ADM)"]) - peer)
     print(
-        f"ICA / better peer: {means['ICA (ADM)'] / better_peer:.2f} of the mean; worst density "
-        f"{worst:+.1f} points against the better peer on it"
+        f"ICA / better peer: {means['ICA (ADM)'] / better_peer:.2f} of the mean; worst "
+        f"{'draw' if args.mixed else 'density'} {worst:+.1f} points against the better peer"
     )
 
 

@@ -81,10 +81,14 @@ class BaseADMTransformer(
     _stop_on_objective = False
     #: evaluations (every 10 updates) whose mean held-out criterion ranks the starts
     _rank_window = 1
+    #: build the start from all rows, not only the training rows (the critic, which must not
+    #: see the held-out rows, still trains on the training rows alone)
+    _start_from_all_rows = False
 
     @abstractmethod
     def _make_autoencoder(self, n_features, n_components, X_train):
-        """Return the module the game trains: ``n_init`` restarts side by side.
+        """Return the module the game trains: ``n_init`` restarts side by side, built from
+        ``X_train`` (all rows where ``_start_from_all_rows``).
 
         It has an ``n_init`` attribute, ``encode(x)`` returning the ``(n, n_init * n_components)``
         representations of all restarts, and ``reconstruction_error(x, z)`` returning each
@@ -200,7 +204,8 @@ class BaseADMTransformer(
 
         with torch.random.fork_rng(devices=[]):  # seed module init without touching the user's RNG
             torch.manual_seed(seed)
-            autoencoder = self._make_autoencoder(n_features, n_components, X_train)
+            X_start = X_scaled if self._start_from_all_rows else X_train
+            autoencoder = self._make_autoencoder(n_features, n_components, X_start)
             critic = ADMCritic(
                 n_components * self.n_init,
                 critic_hidden=self.critic_hidden,

@@ -36,8 +36,8 @@ def fitted(mixed):
 
 
 def test_separates_sources_that_fastica_does_not(fitted, mixed):
-    """On (j) FastICA's log-cosh contrast settles between the sources; the critic sees the
-    dependence it leaves and turns the rotation to them."""
+    """On (j) FastICA's log-cosh contrast settles between the sources; ICA's start, of least
+    m-spacing entropy, and its critic do not."""
     X, _, mixing = mixed
     fastica = FastICA(2, whiten="unit-variance", random_state=0).fit(X)
     fastica_error = amari_error(fastica.components_, mixing)

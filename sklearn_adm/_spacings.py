@@ -1,0 +1,119 @@
+"""Rotations of least marginal entropy, by m-spacings: the start of :class:`ICA`.
+
+For white data, the rotation whose columns have the least summed entropy is the one whose
+columns are the most independent (their mutual information is that sum minus a constant).
+Each column's entropy is Vasicek's (1976) m-spacing estimate, which adapts to any density:
+multimodal, skewed or heavy-tailed alike, where FastICA's fixed log-cosh contrast misses
+some (Learned-Miller & Fisher 2003, "ICA using spacings estimates of entropy", RADICAL).
+The rotation is found one plane at a time (Jacobi sweeps) by searching the plane's angle on
+a grid refined around its best point; the data are smoothed by noisy replicates so that the
+estimate does not jump from one angle to the next.
+"""
+
+import math
+
+import torch
+
+from ._rotation import polar
+
+#: the data are replicated until they have this many rows times columns (or cut to it):
+#: 24,000 rows for up to 8 columns, fewer above, so that a sweep's cost grows as d, not d^2
+_SEARCH_SIZE = 192_000
+#: at most this many noisy replicates of each row (RADICAL's number)
+_REPLICATES = 30
+#: standard deviation of the smoothing noise, for white data (RADICAL's value)
+_NOISE = 0.175
+#: angles of the first grid over a quarter turn, then of each refinement around the best
+_COARSE, _FINE, _REFINEMENTS = 24, 7, 2
+
+
+def spacing_entropy(Z, spacing):
+    """Vasicek's m-spacing estimate of the entropy of each column of ``Z`` ``(..., n, k)``:
+    ``mean_i log((n + 1) / m (z_(i+m) - z_(i)))`` over the sorted values; ``(..., k)``."""
+    n = Z.shape[-2]
+    ordered = torch.sort(Z, dim=-2).values
+    gaps = (ordered[..., spacing:, :] - ordered[..., :-spacing, :]).clamp_min(1e-12)
+    return gaps.log().mean(dim=-2) + math.log((n + 1) / spacing)
+
+
+def _rounds(d):
+    """All pairs of ``d`` columns as ``d - 1`` (or ``d``) rounds of disjoint pairs (the
+    circle method of round-robin tournaments), so that a round's planes turn at once."""
+    players = list(range(d)) + ([None] if d % 2 else [])
+    k = len(players)
+    rounds = []
+    for _ in range(k - 1):
+        pairs = [(players[i], players[k - 1 - i]) for i in range(k // 2)]
+        rounds.append([pair for pair in pairs if None not in pair])
+        players = [players[0], players[-1], *players[1:-1]]
+    return rounds
+
+
+def _best_angles(first, second, spacing):
+    """For each plane, the angle turning its two columns ``(planes, n)`` to the least summed
+    entropy: a grid over a quarter turn (the entropy sum repeats every quarter turn), then
+    finer grids around the best point."""
+    center = torch.zeros(first.shape[0], dtype=first.dtype, device=first.device)
+    width, steps = math.pi / 4, torch.linspace(-1, 1, _COARSE + 1)[:-1]
+    for _ in range(_REFINEMENTS + 1):
+        angles = center[:, None] + width * steps.to(first)  # (planes, K)
+        cos, sin = angles.cos()[..., None], angles.sin()[..., None]
+        a, b = first[:, None], second[:, None]
+        turned = torch.stack([cos * a + sin * b, cos * b - sin * a], dim=-1)  # (planes, K, n, 2)
+        entropy = spacing_entropy(turned, spacing).sum(dim=-1)
+        center = angles.gather(1, entropy.argmin(dim=1, keepdim=True)).squeeze(1)
+        width = width * (steps[1] - steps[0]).item()  # the next grid spans one step
+        steps = torch.linspace(-1, 1, _FINE)
+    return center
+
+
+def _search(Y, rotation, sweeps):
+    """One search: Jacobi sweeps from ``rotation`` on one noisy smoothing of ``Y``."""
+    n, d = Y.shape
+    rows = min(_SEARCH_SIZE // d, 24_000, _REPLICATES * n)
+    replicates = max(1, math.ceil(rows / n))
+    noise = torch.randn(replicates, n, d, dtype=torch.float32).to(Y.device)
+    smoothed = (Y.float() + _NOISE * noise).reshape(-1, d)
+    smoothed = smoothed[torch.randperm(len(smoothed))[:rows].to(Y.device)]
+    spacing = max(1, round(math.sqrt(len(smoothed))))
+    rotation = rotation.float().clone()
+    for _ in range(sweeps if d > 2 else 1):  # one plane: the grid search is global
+        for pairs in _rounds(d):
+            i, j = (torch.tensor(index, device=Y.device) for index in zip(*pairs, strict=True))
+            scores = smoothed @ rotation  # (rows, d)
+            angles = _best_angles(scores[:, i].T, scores[:, j].T, spacing)
+            cos, sin = angles.cos(), angles.sin()
+            first, second = rotation[:, i], rotation[:, j]
+            rotation[:, i] = cos * first + sin * second
+            rotation[:, j] = cos * second - sin * first
+    return rotation
+
+
+def _aligned(reference, rotation):
+    """``rotation``'s columns reordered and signed to match ``reference``'s, or None when
+    they do not pair off one to one."""
+    overlap = reference.T @ rotation  # (reference column, rotation column)
+    match = overlap.abs().argmax(dim=0)
+    if len(set(match.tolist())) < len(match):
+        return None
+    signs = overlap.gather(0, match[None]).sign()
+    aligned = torch.empty_like(rotation)
+    aligned[:, match] = rotation * signs
+    return aligned
+
+
+def entropy_rotation(Y, rotation, *, sweeps):
+    """The rotation ``(d, d)`` of the white scores ``Y`` ``(n, d)`` of least summed
+    m-spacing entropy of its columns, from ``rotation``, by ``sweeps`` Jacobi sweeps (one
+    finds the best angle for two columns). Uses the global torch generator for the noise.
+
+    The smoothing noise moves the best angles a little: ``8 // d`` searches, each on its own
+    noise, are averaged (bagging; measured on Bach & Jordan's densities with two sources,
+    Amari error 2.78 for one search, 2.37 for four or eight), at the cost of one search at
+    eight columns.
+    """
+    if Y.shape[1] < 2:  # one column: nothing to turn
+        return rotation
+    searches = [_search(Y, rotation, sweeps) for _ in range(max(1, 8 // Y.shape[1]))]
+    matched = [aligned for R in searches if (aligned := _aligned(searches[0], R)) is not None]
+    return polar(torch.stack(matched).mean(dim=0)).to(Y.dtype)
