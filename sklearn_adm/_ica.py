@@ -113,7 +113,7 @@ class ICA(BaseADMTransformer):
     error was 0.59 of the better of FastICA and Picard with two sources and 1,000 rows, 0.27
     with four and 0.34 with eight; at these sizes the critic's game changed the start's error
     by less than the noise between draws. It costs far more than FastICA (0.9 s for two
-    sources and 1,000 rows on a 2-core CPU, 6 s for eight and 4,000 rows, against
+    sources and 1,000 rows on a 2-core CPU, 5 s for eight and 4,000 rows, against
     milliseconds): pick it when the sources' densities are unknown, multimodal or skewed,
     where a fixed contrast fails.
 
