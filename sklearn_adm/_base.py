@@ -15,6 +15,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
+from ._allocator import training_allocations
 from ._critic import ADMCritic
 from ._device import resolve_device
 from ._game import AdversarialGame, GameSettings
@@ -202,6 +203,22 @@ class BaseADMTransformer(
         X_scaled = torch.as_tensor((X64 - mean) / scale, dtype=torch.float32, device=self.device_)
         X_train, X_val = X_scaled[train_rows], X_scaled[val_rows]
 
+        with training_allocations():
+            autoencoder, critic = self._build(n_features, n_components, X_scaled, X_train, seed)
+            X_train, X_val = autoencoder.prepare(X_train), autoencoder.prepare(X_val)
+            generator = torch.Generator(device=self.device_).manual_seed(seed)
+            settings = self._game_settings(len(train_rows))
+            game = AdversarialGame(autoencoder, critic, settings, generator)
+            result = game.play(X_train, X_val, desc=type(self).__name__)
+
+        self.n_iter_ = result.n_iter
+        self.history_ = result.history
+        self._store_fitted(autoencoder.cpu(), result.best_init, X, mean, scale)
+        self.n_components_ = n_components
+        return X
+
+    def _build(self, n_features, n_components, X_scaled, X_train, seed):
+        """The autoencoder and its critic, seeded, on ``self.device_``."""
         with torch.random.fork_rng(devices=[]):  # seed module init without touching the user's RNG
             torch.manual_seed(seed)
             X_start = X_scaled if self._start_from_all_rows else X_train
@@ -213,18 +230,7 @@ class BaseADMTransformer(
                 probes=self.probes,
                 n_groups=self.n_init,
             )
-        autoencoder.to(self.device_)
-        critic.to(self.device_)
-        X_train, X_val = autoencoder.prepare(X_train), autoencoder.prepare(X_val)
-        generator = torch.Generator(device=self.device_).manual_seed(seed)
-        game = AdversarialGame(autoencoder, critic, self._game_settings(len(train_rows)), generator)
-        result = game.play(X_train, X_val, desc=type(self).__name__)
-
-        self.n_iter_ = result.n_iter
-        self.history_ = result.history
-        self._store_fitted(autoencoder.cpu(), result.best_init, X, mean, scale)
-        self.n_components_ = n_components
-        return X
+        return autoencoder.to(self.device_), critic.to(self.device_)
 
     def _game_settings(self, n_train):
         return GameSettings(

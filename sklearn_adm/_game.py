@@ -35,6 +35,7 @@ from torch import nn
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm.auto import tqdm
 
+from ._allocator import training_allocations
 from ._critic import dependence_mse
 
 
@@ -202,9 +203,10 @@ def train_critic(critic, z_train, *, steps, batch_size, learning_rate, generator
     device = z_train.device
     update = CriticUpdates(critic, make_adam(critic.parameters(), learning_rate, device), device)
     batch_size = min(batch_size, len(z_train))
-    for _ in range(steps):
-        rows = torch.randint(len(z_train), (batch_size,), generator=generator, device=device)
-        update(z_train[rows])
+    with training_allocations():
+        for _ in range(steps):
+            rows = torch.randint(len(z_train), (batch_size,), generator=generator, device=device)
+            update(z_train[rows])
     return critic
 
 

@@ -29,6 +29,19 @@ __all__ = [
 ]
 
 
+def _numba_on_torch_threads(kernel, *args):
+    """Run a parallel numba ``kernel`` on as many threads as torch uses, and leave torch's
+    count as it was. Numba's OpenMP pool shares torch's OpenMP runtime, and starting it sets
+    the count to every core: in a Dask worker of one thread, that made the next fits run two
+    threads per core, 4x slower."""
+    threads = torch.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        return kernel(*args)
+    finally:
+        torch.set_num_threads(threads)
+
+
 @numba.njit(parallel=True, cache=True)
 def _one_vs_rest_sums(z):
     """Per row ``i`` and feature ``j``: sums over ``k`` of a, b, a*b, a^2, b^2."""
@@ -120,7 +133,7 @@ def distance_correlation_one_vs_rest(Z, *, squared=False, device="cpu"):
     Z = np.ascontiguousarray(Z, dtype=np.float64)
     n = Z.shape[0]
     if torch.device(device).type == "cpu":
-        row_a, row_b, sum_ab, sum_aa, sum_bb = _one_vs_rest_sums(Z)
+        row_a, row_b, sum_ab, sum_aa, sum_bb = _numba_on_torch_threads(_one_vs_rest_sums, Z)
     else:
         row_a, row_b, sum_ab, sum_aa, sum_bb = _one_vs_rest_sums_torch(Z, device)
     squared_dcor = _ratio(

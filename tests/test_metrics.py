@@ -69,3 +69,20 @@ def test_torch_engine_matches_the_numba_engine():
         _one_vs_rest_sums(Z), _one_vs_rest_sums_torch(Z, "cpu", block_bytes=1e5), strict=True
     ):
         np.testing.assert_allclose(torch_sums, numba_sums, rtol=1e-10, atol=1e-9)
+
+
+def test_numba_kernel_leaves_torch_threads_as_they_were():
+    """Numba's OpenMP pool shares torch's runtime: starting it (in a fresh process) must not
+    reset torch's count, which in a Dask worker of one thread oversubscribed the cores."""
+    import subprocess
+    import sys
+
+    script = (
+        "import numpy as np, torch\n"
+        "from sklearn_adm.metrics import distance_correlation_one_vs_rest\n"
+        "torch.set_num_threads(1)\n"
+        "distance_correlation_one_vs_rest(np.random.default_rng(0).normal(size=(200, 3)))\n"
+        "print(torch.get_num_threads())\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert result.stdout.strip() == "1", result.stderr

@@ -1,0 +1,59 @@
+"""A grid search over a Pipeline with PICA on a Dask cluster (two local worker processes over
+loopback): the same scores as in sequence, one torch thread per worker thread, and no
+slowdown from Dask's allocator settings."""
+
+import numpy as np
+import pytest
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from sklearn_adm import PICA, DependenceScorer
+from sklearn_adm.datasets import make_pca_vs_pica
+
+distributed = pytest.importorskip("distributed")
+joblib = pytest.importorskip("joblib")
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+    with cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+def _worker_state():
+    """What a task sees inside a worker: torch's threads, and whether Dask's allocator
+    setting is there for the fit to lift."""
+    import os
+
+    import torch
+
+    return torch.get_num_threads(), os.environ.get("MALLOC_TRIM_THRESHOLD_")
+
+
+def test_grid_search_on_a_dask_cluster_scores_as_in_sequence(client):
+    X, _ = make_pca_vs_pica(600, random_state=0)
+    searches = {}
+    for backend in ("sequential", "dask"):
+        search = GridSearchCV(
+            make_pipeline(StandardScaler(), PICA(n_components=2, max_iter=20, random_state=0)),
+            {"pica__dependence_weight": [0.0, 1.0]},
+            scoring=DependenceScorer(),
+            cv=2,
+            n_jobs=1 if backend == "sequential" else -1,
+        )
+        with joblib.parallel_backend(backend):
+            searches[backend] = search.fit(X)
+    np.testing.assert_array_equal(
+        searches["sequential"].cv_results_["mean_test_score"],
+        searches["dask"].cv_results_["mean_test_score"],
+    )
+
+
+def test_each_worker_thread_runs_torch_on_one_thread(client):
+    for threads, trim in client.run(_worker_state).values():
+        assert threads == 1  # two workers of one thread on two cores: no oversubscription
+        assert trim is not None  # the setting that sklearn_adm._allocator lifts during a fit
