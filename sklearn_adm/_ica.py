@@ -13,8 +13,9 @@ from ._rotation import negentropy, negentropy_rotation, polar, retract
 from ._scaling import principal_axes
 from ._spacings import entropy_rotation
 
-#: random starts of FastICA's contrast, whose best the entropy search refines
-_CONTRAST_STARTS = 4
+#: random starts of FastICA's contrast, whose best the entropy search refines; plain
+#: fixed-point steps from each, keeping the best, then ascent steps
+_CONTRAST_STARTS, _EXPLORE_STEPS, _ASCENT_STEPS = 4, 20, 100
 #: Jacobi sweeps of the entropy search (more than two columns)
 _START_SWEEPS = 2
 #: weight of a rotation's squared distance from its start, against the critic's (1 - MSE)
@@ -50,7 +51,10 @@ class _RotationEncoders(Autoencoders):
         shape = (_CONTRAST_STARTS, n_components, n_components)
         starts = polar(torch.randn(shape, dtype=X.dtype)).to(X.device)
         starts = negentropy_rotation(
-            white.expand(len(starts), -1, -1), starts, explore=20, max_iter=100
+            white.expand(len(starts), -1, -1),
+            starts,
+            explore=_EXPLORE_STEPS,
+            max_iter=_ASCENT_STEPS,
         )
         contrast_maximum = starts[negentropy(white, starts).argmax()]
         start = entropy_rotation(white, contrast_maximum, sweeps=_START_SWEEPS)

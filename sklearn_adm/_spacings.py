@@ -16,9 +16,10 @@ import torch
 
 from ._rotation import polar
 
-#: the data are replicated until they have this many rows times columns (or cut to it):
-#: 24,000 rows for up to 8 columns, fewer above, so that a sweep's cost grows as d, not d^2
-_SEARCH_SIZE = 192_000
+#: rows a search works on: the data are replicated up to this (or cut to it) for up to
+#: ``_FULL_COLUMNS`` columns, with proportionally fewer rows above, so that a sweep's cost
+#: grows as d, not d^2; below, ``_FULL_COLUMNS // d`` searches are averaged for the same cost
+_SEARCH_ROWS, _FULL_COLUMNS = 24_000, 8
 #: at most this many noisy replicates of each row (RADICAL's number)
 _REPLICATES = 30
 #: standard deviation of the smoothing noise, for white data (RADICAL's value)
@@ -70,7 +71,7 @@ def _best_angles(first, second, spacing):
 def _search(Y, rotation, sweeps):
     """One search: Jacobi sweeps from ``rotation`` on one noisy smoothing of ``Y``."""
     n, d = Y.shape
-    rows = min(_SEARCH_SIZE // d, 24_000, _REPLICATES * n)
+    rows = min(_SEARCH_ROWS * _FULL_COLUMNS // d, _SEARCH_ROWS, _REPLICATES * n)
     replicates = max(1, math.ceil(rows / n))
     noise = torch.randn(replicates, n, d, dtype=torch.float32).to(Y.device)
     smoothed = (Y.float() + _NOISE * noise).reshape(-1, d)
@@ -80,10 +81,9 @@ def _search(Y, rotation, sweeps):
     for _ in range(sweeps if d > 2 else 1):  # one plane: the grid search is global
         for pairs in _rounds(d):
             i, j = (torch.tensor(index, device=Y.device) for index in zip(*pairs, strict=True))
-            scores = smoothed @ rotation  # (rows, d)
-            angles = _best_angles(scores[:, i].T, scores[:, j].T, spacing)
-            cos, sin = angles.cos(), angles.sin()
             first, second = rotation[:, i], rotation[:, j]
+            angles = _best_angles((smoothed @ first).T, (smoothed @ second).T, spacing)
+            cos, sin = angles.cos(), angles.sin()
             rotation[:, i] = cos * first + sin * second
             rotation[:, j] = cos * second - sin * first
     return rotation
@@ -107,13 +107,14 @@ def entropy_rotation(Y, rotation, *, sweeps):
     m-spacing entropy of its columns, from ``rotation``, by ``sweeps`` Jacobi sweeps (one
     finds the best angle for two columns). Uses the global torch generator for the noise.
 
-    The smoothing noise moves the best angles a little: ``8 // d`` searches, each on its own
-    noise, are averaged (bagging; measured on Bach & Jordan's densities with two sources,
-    Amari error 2.78 for one search, 2.37 for four or eight), at the cost of one search at
-    eight columns.
+    The smoothing noise moves the best angles a little: ``_FULL_COLUMNS // d`` searches, each
+    on its own noise, are averaged (bagging; measured on Bach & Jordan's densities with two
+    sources, Amari error 2.78 for one search, 2.37 for four or eight), at the cost of one
+    search at ``_FULL_COLUMNS`` columns.
     """
     if Y.shape[1] < 2:  # one column: nothing to turn
         return rotation
-    searches = [_search(Y, rotation, sweeps) for _ in range(max(1, 8 // Y.shape[1]))]
+    count = max(1, _FULL_COLUMNS // Y.shape[1])
+    searches = [_search(Y, rotation, sweeps) for _ in range(count)]
     matched = [aligned for R in searches if (aligned := _aligned(searches[0], R)) is not None]
     return polar(torch.stack(matched).mean(dim=0)).to(Y.dtype)
