@@ -9,6 +9,7 @@ built the same way, starting from one scalar per feature.
 """
 
 import math
+from functools import partial
 
 import torch
 from torch import nn
@@ -78,11 +79,14 @@ class _FeatureWiseMLP(nn.Module):
         return (_activation(hidden) * self.out_weight).sum(dim=-1) + self.out_bias
 
 
-def _self_connections(weight):
-    """The view ``(groups, h, s)`` of a first predictor layer ``(groups, s, s*h)`` holding the
-    weights from each feature into its own predictor."""
-    groups, s, width = weight.shape
-    return torch.diagonal(weight.view(groups, s, s, width // s), dim1=1, dim2=2)
+def _self_connections(weight, first_row=0, group_size=None):
+    """The view of a first predictor layer ``(groups, s, s*h)``, or of a group's rows from
+    ``first_row`` on ``(rows, s*h)``, that holds the weights from each feature into its own
+    predictor."""
+    *groups, rows, width = weight.shape
+    s = rows if group_size is None else group_size
+    view = weight.view(*groups, rows, s, width // s)
+    return torch.diagonal(view, first_row, dim1=-3, dim2=-2)
 
 
 def _zero_self_gradient(weight):
@@ -166,6 +170,9 @@ class ADMCritic(nn.Module):
         dense = torch.empty(d, d * h).uniform_(-bound, bound)
         dense = dense.view(self.n_groups, group_size, self.n_groups, group_size * h)
         self._set_predictor_in(torch.diagonal(dense, dim1=0, dim2=2).permute(2, 0, 1))
+        #: set by :class:`~sklearn_adm._adam.CriticAdam` while it updates the first predictor
+        #: layer in the backward pass: called with the layer's input and output gradient
+        self.input_layer_update = None
         self.predictor_in_bias = _uniform((d, h), bound)
         self.predictor = _FeatureWiseMLP(d, predictor_widths)
         if self.probes:
@@ -186,6 +193,7 @@ class ADMCritic(nn.Module):
     def __setstate__(self, state):
         """Unpickled and deep-copied critics keep the rule: tensors lose their hooks there."""
         super().__setstate__(state)
+        self.__dict__.setdefault("input_layer_update", None)  # pickled before it existed
         self.predictor_in.register_post_accumulate_grad_hook(_zero_self_gradient)
 
     @torch.no_grad()
@@ -226,16 +234,33 @@ class ADMCritic(nn.Module):
         """Standardised probe outputs ``psi_j(z_j)`` for standardised ``z``, shape ``(n, d)``."""
         if not self.probes:
             return z_std
-        hidden = z_std.unsqueeze(-1) * self.probe_in + self.probe_in_bias
+        hidden = torch.addcmul(self.probe_in_bias, z_std.unsqueeze(-1), self.probe_in)
         return _standardize(self.probe(hidden))
 
     def predictions(self, z_std):
         """Predictions ``phi_j(z_{-j})`` for standardised ``z``, shape ``(n, d)``."""
         # The first layer of all d predictors at once, one matmul per group.
         n, groups = len(z_std), self.n_groups
-        hidden = torch.einsum("ngs,gsu->ngu", z_std.view(n, groups, -1), self.predictor_in)
-        hidden = hidden.reshape(n, self.n_features, -1)
-        return self.predictor(hidden + self.predictor_in_bias)
+        inputs = z_std.view(n, groups, -1)
+        if self.input_layer_update is None or not torch.is_grad_enabled():
+            hidden = torch.einsum("ngs,gsu->ngu", inputs, self.predictor_in)
+            hidden = hidden.reshape(n, self.n_features, -1) + self.predictor_in_bias
+        else:  # autograd stops here: the hook gets the layer's output gradient (n, d, h)
+            with torch.no_grad():
+                hidden = torch.einsum("ngs,gsu->ngu", inputs, self.predictor_in)
+                hidden = hidden.reshape(n, self.n_features, -1).add_(self.predictor_in_bias)
+            hidden.requires_grad_()
+            hidden.register_hook(partial(self.input_layer_update, inputs.detach()))
+        return self.predictor(hidden)
+
+    def input_layer_gradient(self, inputs, grad_hidden, group, rows):
+        """Gradient of the rows ``rows`` (a slice) of group ``group``'s first predictor layer,
+        from the layer's input ``(n, groups, s)`` and its output's gradient ``(n, d, h)``,
+        with the self-connections' entries zero: shape ``(rows, s*h)``."""
+        grad_hidden = grad_hidden.view(len(inputs), self.n_groups, -1)[:, group]
+        grad = inputs[:, group, rows].T @ grad_hidden
+        _self_connections(grad, rows.start, group_size=self.n_features // self.n_groups).zero_()
+        return grad
 
     def forward(self, z):
         """Per-feature MSE of predicting each standardised probe output from the other features.

@@ -35,6 +35,7 @@ from torch import nn
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm.auto import tqdm
 
+from ._adam import CriticAdam, make_adam
 from ._allocator import training_allocations
 from ._critic import dependence_mse
 
@@ -121,14 +122,6 @@ class GameResult:
 _TERMS = ("objective", "reconstruction", "critic_mse", "variance_penalty")
 
 
-def make_adam(parameters, learning_rate, device):
-    """Adam with the fused kernel where the device has one (few, large ops per step), and
-    capturable on CUDA (its step count stays on the GPU, so a CUDA graph can replay it)."""
-    fused = device.type in ("cpu", "cuda")
-    capturable = device.type == "cuda"
-    return torch.optim.Adam(parameters, lr=learning_rate, fused=fused, capturable=capturable)
-
-
 class CriticUpdates:
     """Runs :func:`critic_step` on minibatches of one shape: eagerly, or on CUDA by replaying
     one captured CUDA graph of the step (a step is hundreds of small kernels, and at the sizes
@@ -170,10 +163,12 @@ class CriticUpdates:
 
 
 def critic_step(critic, optimizer, z):
-    """One update of the dependence branch on detached representations (Alg. 1, inner loop)."""
-    loss = critic(z.detach()).mean()
+    """One update of the dependence branch on detached representations (Alg. 1, inner loop);
+    ``optimizer`` is the critic's :class:`~sklearn_adm._adam.CriticAdam`."""
     optimizer.zero_grad(set_to_none=True)
-    loss.backward()
+    with optimizer.updating_in_backward():
+        loss = critic(z.detach()).mean()
+        loss.backward()
     optimizer.step()
     return loss
 
@@ -201,7 +196,7 @@ def train_critic(critic, z_train, *, steps, batch_size, learning_rate, generator
     """The game with the encoder fixed: ``steps`` critic updates on minibatches of ``z_train``
     (replayed from a CUDA graph on CUDA, as in the game)."""
     device = z_train.device
-    update = CriticUpdates(critic, make_adam(critic.parameters(), learning_rate, device), device)
+    update = CriticUpdates(critic, CriticAdam(critic, learning_rate, device), device)
     batch_size = min(batch_size, len(z_train))
     with training_allocations():
         for _ in range(steps):
@@ -244,7 +239,7 @@ class AdversarialGame:
 
     def _critic_updates(self, device):
         """The critic's steps, with a fresh Adam (a new critic's parameters need one)."""
-        optimizer = make_adam(self.critic.parameters(), self.settings.critic_learning_rate, device)
+        optimizer = CriticAdam(self.critic, self.settings.critic_learning_rate, device)
         return CriticUpdates(self.critic, optimizer, device)
 
     def _batch(self, X, count=1):

@@ -6,9 +6,10 @@ from numbers import Integral, Real
 import torch
 from torch import nn
 
+from ._adam import CriticAdam
 from ._critic import ADMCritic, dependence_mse
 from ._device import resolve_device
-from ._game import CriticUpdates, calibrated_fit, make_adam, variance_hinge
+from ._game import CriticUpdates, calibrated_fit, variance_hinge
 
 __all__ = ["ADMRegularizer"]
 
@@ -138,9 +139,7 @@ class ADMRegularizer(nn.Module):
         self._follow_input = device is None
         if not self._follow_input:
             self.to(resolve_device(device))
-        self._optimizer = make_adam(
-            self.critic.parameters(), self.critic_learning_rate, self._device
-        )
+        self._optimizer = CriticAdam(self.critic, self.critic_learning_rate, self._device)
         self._updates = None
 
     @property
@@ -226,9 +225,7 @@ class ADMRegularizer(nn.Module):
         super()._apply(fn, recurse)
         if "_optimizer" in self.__dict__:
             state = self._optimizer.state_dict()
-            self._optimizer = make_adam(
-                self.critic.parameters(), self.critic_learning_rate, self._device
-            )
+            self._optimizer = CriticAdam(self.critic, self.critic_learning_rate, self._device)
             fresh = self._optimizer.param_groups[0]
             for group in state["param_groups"]:  # the kernel choice follows the device
                 group.update(fused=fresh["fused"], capturable=fresh["capturable"])

@@ -3,7 +3,8 @@ import pytest
 import torch
 
 from sklearn_adm import ADMCritic
-from sklearn_adm._game import critic_step, make_adam
+from sklearn_adm._adam import CriticAdam
+from sklearn_adm._game import critic_step
 
 
 def train_critic(z, *, steps=400, batch_size=512, seed=0, **critic_params):
@@ -11,7 +12,7 @@ def train_critic(z, *, steps=400, batch_size=512, seed=0, **critic_params):
     torch.manual_seed(seed)
     z = torch.as_tensor(z, dtype=torch.float32)
     critic = ADMCritic(z.shape[1], **critic_params)
-    optimizer = make_adam(critic.parameters(), 2e-2, torch.device("cpu"))
+    optimizer = CriticAdam(critic, 2e-2, torch.device("cpu"))
     generator = torch.Generator().manual_seed(seed)
     for _ in range(steps):
         rows = torch.randint(len(z), (batch_size,), generator=generator)

@@ -211,7 +211,8 @@ def test_self_connections_start_and_stay_zero():
 def test_graph_replayed_critic_steps_train_as_eager_steps():
     """On CUDA the critic's steps are captured once and replayed: the same updates as eager
     steps on the same minibatches."""
-    from sklearn_adm._game import CriticUpdates, critic_step, make_adam
+    from sklearn_adm._adam import CriticAdam
+    from sklearn_adm._game import CriticUpdates, critic_step
 
     device = torch.device("cuda")
     batches = torch.randn(8, 128, 6, generator=torch.Generator().manual_seed(0)).to(device)
@@ -219,7 +220,7 @@ def test_graph_replayed_critic_steps_train_as_eager_steps():
     for replay in (False, True):
         torch.manual_seed(0)
         critic = ADMCritic(6, n_groups=2).to(device)
-        optimizer = make_adam(critic.parameters(), 0.02, device)
+        optimizer = CriticAdam(critic, 0.02, device)
         update = CriticUpdates(critic, optimizer, device)
         for batch in batches:
             update(batch) if replay else critic_step(critic, optimizer, batch)
@@ -227,3 +228,38 @@ def test_graph_replayed_critic_steps_train_as_eager_steps():
         critics.append(critic)
     for eager, replayed in zip(*(c.parameters() for c in critics), strict=True):
         torch.testing.assert_close(replayed, eager, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("n_groups", [1, 2])
+def test_large_first_layer_updated_in_backward_as_adam_updates_it(monkeypatch, n_groups):
+    """A first layer above the block size never gets a full gradient: CriticAdam updates it
+    block by block in the backward pass. Every parameter moves as plain Adam moves it, the
+    self-connections stay zero, and the layer's state is where Adam keeps it."""
+    from sklearn_adm import _adam
+    from sklearn_adm._critic import _self_connections
+    from sklearn_adm._game import critic_step
+
+    monkeypatch.setattr(_adam, "_BLOCK_BYTES", 3 * 6 * 8 * 8)  # blocks of 3 rows, 2 per group
+    # float64: the probes' output bias has no gradient but rounding, which Adam would magnify
+    batches = torch.randn(4, 64, 12, generator=torch.Generator().manual_seed(0)).double()
+    critics, optimizers = [], []
+    for blocked in (False, True):
+        torch.manual_seed(0)
+        critic = ADMCritic(12, critic_hidden=8, n_groups=n_groups).double()
+        optimizer = _adam.CriticAdam(critic, 0.05, torch.device("cpu"))
+        for batch in batches:
+            if blocked:
+                critic_step(critic, optimizer, batch)
+                assert critic.predictor_in.grad is None
+            else:
+                optimizer.zero_grad()
+                critic(batch).mean().backward()
+                optimizer.step()
+        critics.append(critic)
+        optimizers.append(optimizer)
+    assert torch.count_nonzero(_self_connections(critics[1].predictor_in)) == 0
+    for plain, blocked in zip(*(c.parameters() for c in critics), strict=True):
+        torch.testing.assert_close(blocked, plain, rtol=1e-7, atol=1e-9)
+    states = [o.state[c.predictor_in] for o, c in zip(optimizers, critics, strict=True)]
+    assert float(states[1]["step"]) == float(states[0]["step"]) == len(batches)
+    torch.testing.assert_close(states[1]["exp_avg_sq"], states[0]["exp_avg_sq"])

@@ -1,0 +1,232 @@
+"""The critic's step time and peak memory next to d separately written MLPs, and the scorer's
+and PICA's times: one table, CPU and CUDA side by side (``make bench``).
+
+Usage: python benchmarks/bench_critic.py [--sizes 64 256 ...] [--devices cpu cuda]
+                                         [--output doc/bench_table.md]
+
+Every measurement runs in a fresh process, so that its peak memory is its own: on the CPU the
+process's peak resident memory (``ru_maxrss``, the Python interpreter and torch included), on
+CUDA torch's peak allocated memory. A critic step is one update of the dependence branch as the
+game runs it (:class:`sklearn_adm._game.CriticUpdates`: on CUDA a replayed graph), on n = 256
+rows of d standard normal features. The looped MLPs are the same critic written as a user
+would without batching: d probes (1 -> 16 -> 1) and d predictors (d - 1 -> 32 -> 1) in
+``nn.ModuleList``s, run one after the other, trained by the same fused Adam on the same loss.
+The table gives the median of the timed steps after one warm-up step, and the ratio of the
+looped step to the batched one.
+"""
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+import warnings
+
+import torch
+from torch import nn
+
+#: rows of a critic minibatch, as in the issue's and the paper's measurements
+_ROWS = 256
+#: seconds of timed steps aimed at per measurement (at least 2, at most 20 steps)
+_BUDGET_S = 8.0
+#: a device's columns in the table
+_COLUMNS = ("time", "peak memory", "looped MLPs", "looped / batched")
+#: the end-to-end rows: (name, label)
+_TASKS = (
+    ("dcor", 'DependenceScorer("dcor"), 5,000 x 64'),
+    ("adm", 'DependenceScorer("adm"), 5,000 x 64'),
+    ("pica", "PICA, the paper's example, n = 10,000"),
+)
+
+
+def _standardize(z):
+    z = z - z.mean(dim=0)
+    return z * torch.rsqrt(z.square().mean(dim=0) + 1e-5)
+
+
+class LoopedCritic(nn.Module):
+    """The ADM critic as d separately written probes and predictors."""
+
+    def __init__(self, d):
+        super().__init__()
+
+        def mlp(fan_in, width):
+            return nn.Sequential(nn.Linear(fan_in, width), nn.GELU(), nn.Linear(width, 1))
+
+        self.probes = nn.ModuleList(mlp(1, 16) for _ in range(d))
+        self.predictors = nn.ModuleList(mlp(d - 1, 32) for _ in range(d))
+
+    def forward(self, z):
+        z = _standardize(z)
+        errors = []
+        for j, (probe, predictor) in enumerate(zip(self.probes, self.predictors, strict=True)):
+            target = _standardize(probe(z[:, j : j + 1]))
+            prediction = predictor(torch.cat([z[:, :j], z[:, j + 1 :]], dim=1))
+            errors.append(1 - (2 * target * prediction - prediction.square()).mean())
+        return torch.stack(errors)
+
+
+def _synchronize(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def _timed_steps(step, device):
+    """Median seconds of a step after one warm-up step, over as many as the budget allows."""
+    start = time.perf_counter()
+    step()
+    _synchronize(device)
+    first = time.perf_counter() - start
+    times = []
+    for _ in range(max(2, min(20, int(_BUDGET_S / max(first, 1e-3))))):
+        start = time.perf_counter()
+        step()
+        _synchronize(device)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _critic_step(d, device, looped):
+    from sklearn_adm import ADMCritic
+    from sklearn_adm._adam import CriticAdam, make_adam
+    from sklearn_adm._game import CriticUpdates
+
+    torch.manual_seed(0)
+    z = torch.randn(_ROWS, d, device=device)
+    if looped:
+        critic = LoopedCritic(d).to(device)
+        optimizer = make_adam(critic.parameters(), 0.02, device)
+
+        def step():
+            optimizer.zero_grad(set_to_none=True)
+            critic(z).mean().backward()
+            optimizer.step()
+
+        return _timed_steps(step, device)
+    critic = ADMCritic(d).to(device)
+    update = CriticUpdates(critic, CriticAdam(critic, 0.02, device), device)
+    return _timed_steps(lambda: update(z), device)
+
+
+def _task(name, device):
+    """One of the end-to-end rows: its seconds (one run after a warm-up run)."""
+    import numpy as np
+
+    from sklearn_adm import PICA, DependenceScorer
+    from sklearn_adm.datasets import make_pca_vs_pica
+
+    if name == "pica":
+        X, _ = make_pca_vs_pica(10_000, random_state=0)
+
+        def run():
+            PICA(random_state=0, device=str(device)).fit(X)
+    else:
+        Z = np.random.default_rng(0).standard_normal((5000, 64))
+        scorer = DependenceScorer(metric=name, random_state=0, device=str(device))
+
+        def run():
+            scorer.per_feature(Z)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run()
+        _synchronize(device)
+        start = time.perf_counter()
+        run()
+        _synchronize(device)
+    return time.perf_counter() - start
+
+
+def measure(case):
+    """Run one case in this process and return its seconds and peak memory (bytes)."""
+    device = torch.device(case["device"])
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    if case["kind"] == "task":
+        seconds = _task(case["name"], device)
+    else:
+        seconds = _critic_step(case["d"], device, looped=case["kind"] == "looped")
+    if device.type == "cuda":
+        peak = torch.cuda.max_memory_allocated()
+    else:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+    return {"seconds": seconds, "peak": peak}
+
+
+def run_case(case):
+    done = subprocess.run(
+        [sys.executable, __file__, "--case", json.dumps(case)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode:
+        return {"error": done.stderr.strip().splitlines()[-1]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _time(result):
+    if "error" in result:
+        return "failed"
+    seconds = result["seconds"]
+    return f"{seconds * 1e3:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def _memory(result):
+    return "failed" if "error" in result else f"{result['peak'] / 2**30:.2f} GiB"
+
+
+def _ratio(looped, batched):
+    if "error" in looped or "error" in batched:
+        return "-"
+    return f"{looped['seconds'] / batched['seconds']:.1f}x"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--case", help=argparse.SUPPRESS)
+    parser.add_argument("--sizes", nargs="+", type=int, default=[64, 256, 1024, 2048, 4096])
+    default = ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
+    parser.add_argument("--devices", nargs="+", default=default)
+    parser.add_argument("--output", help="also write the table to this Markdown file")
+    args = parser.parse_args()
+    if args.case:
+        print(json.dumps(measure(json.loads(args.case))))
+        return
+
+    header = ["", *(f"{device} {what}" for device in args.devices for what in _COLUMNS)]
+    rows = []
+    for d in args.sizes:
+        row = [f"critic step, d = {d}"]
+        for device in args.devices:
+            batched = run_case({"kind": "critic", "d": d, "device": device})
+            looped = run_case({"kind": "looped", "d": d, "device": device})
+            row += [_time(batched), _memory(batched), _time(looped), _ratio(looped, batched)]
+        rows.append(row)
+        print(" | ".join(row), flush=True)
+    for name, label in _TASKS:
+        row = [label]
+        for device in args.devices:
+            result = run_case({"kind": "task", "name": name, "device": device})
+            row += [_time(result), _memory(result), "", ""]
+        rows.append(row)
+        print(" | ".join(row), flush=True)
+
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" + "---:|" * (len(header) - 1),
+        *("| " + " | ".join(row) + " |" for row in rows),
+    ]
+    table = "\n".join(lines)
+    print()
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads", end="")
+    print(f", {torch.cuda.get_device_name()}" if "cuda" in args.devices else "")
+    print(table)
+    if args.output:
+        with open(args.output, "w") as file:
+            file.write(table + "\n")
+
+
+if __name__ == "__main__":
+    main()
