@@ -48,8 +48,8 @@ class CriticAdam(torch.optim.Adam):
     def updating_in_backward(self):
         """Within this block, backward passes through the critic update its first predictor
         layer when the layer is large (the other parameters get their gradients as usual)."""
-        layer = self.critic.predictor_in
-        if layer.numel() * layer.element_size() <= _BLOCK_BYTES:
+        layer = self.critic.predictor_in  # None where the layer is of low rank
+        if layer is None or layer.numel() * layer.element_size() <= _BLOCK_BYTES:
             yield
             return
         self.critic.input_layer_update = self._update_input_layer

@@ -25,6 +25,7 @@ _CRITIC_DEFAULTS = {
     "critic_hidden": 32,
     "probe_hidden": 16,
     "probes": True,
+    "predictor_rank": None,
     "max_iter": 500,
     "batch_size": 512,
     "critic_learning_rate": 2e-2,
@@ -66,7 +67,9 @@ class DependenceScorer(BaseEstimator):
         Seeds the row subsample, and for ``"adm"`` the split and the critic.
     critic_params : dict or None, default=None
         For ``"adm"``: any of ``critic_hidden`` (32), ``probe_hidden`` (16), ``probes``
-        (True; False detects dependence of the conditional mean only), ``max_iter`` (500
+        (True; False detects dependence of the conditional mean only), ``predictor_rank``
+        (None; an int ``r`` gives the predictors a first layer of rank ``r``: the critic's
+        memory grows as ``d * r`` instead of ``d**2``, see :class:`ADMCritic`), ``max_iter`` (500
         critic updates; 2,000 in :meth:`test`, whose power rests on how well the critic fits
         the relation), ``batch_size`` (512), ``critic_learning_rate`` (0.02) and
         ``validation_fraction`` (0.3, the rows held out for the estimate; 0.5 in
@@ -382,6 +385,7 @@ class DependenceScorer(BaseEstimator):
                 probe_hidden=params["probe_hidden"],
                 probes=params["probes"],
                 n_groups=groups or 1,
+                predictor_rank=params["predictor_rank"],
             ).to(device)
         train_critic(
             critic,

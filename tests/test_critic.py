@@ -263,3 +263,44 @@ def test_large_first_layer_updated_in_backward_as_adam_updates_it(monkeypatch, n
     states = [o.state[c.predictor_in] for o, c in zip(optimizers, critics, strict=True)]
     assert float(states[1]["step"]) == float(states[0]["step"]) == len(batches)
     torch.testing.assert_close(states[1]["exp_avg_sq"], states[0]["exp_avg_sq"])
+
+
+@pytest.mark.parametrize("n_groups", [1, 2])
+def test_low_rank_predictors_see_only_the_other_features_of_their_group(n_groups):
+    critic = ADMCritic(6, n_groups=n_groups, predictor_rank=2).double()
+    assert critic.predictor_in is None
+    assert sum(p.numel() for p in (critic.predictor_projection, critic.predictor_mixing)) == (
+        6 * 2 + 2 * 6 * 32
+    )
+    z_std = torch.randn(64, 6, dtype=torch.float64)
+    jacobian = torch.autograd.functional.jacobian(lambda z: critic.predictions(z).sum(0), z_std)
+    sees = jacobian.abs().sum(dim=1) > 1e-12
+    group = np.arange(6) // (6 // n_groups)
+    expected = (group[:, None] == group[None, :]) & ~np.eye(6, dtype=bool)
+    np.testing.assert_array_equal(sees.numpy(), expected)
+
+
+def test_low_rank_critic_detects_a_parabola_and_not_independence(rng):
+    """Rank 2 among 8 columns: (x, x^2) read as dependent, the independent columns as not."""
+    z = rng.uniform(-1, 1, size=(3000, 8))
+    z[:, 1] = z[:, 0] ** 2
+    critic = train_critic(z[:2000], steps=300, predictor_rank=2)
+    dependence = 1 - held_out_mse(critic, z[2000:])
+    assert dependence[1] > 0.8  # x^2 from x
+    assert np.all(np.abs(dependence[2:]) < 0.05)
+
+
+def test_low_rank_keep_group_and_copies():
+    torch.manual_seed(0)
+    critic = ADMCritic(6, n_groups=3, predictor_rank=3)
+    z = torch.randn(200, 6)
+    full = critic(z).detach()
+    copy = pickle.loads(pickle.dumps(critic))
+    torch.testing.assert_close(copy(z).detach(), full)
+    critic.keep_group(1)
+    np.testing.assert_allclose(critic(z[:, 2:4]).detach(), full[2:4], rtol=1e-6)
+
+
+def test_bad_rank_is_rejected():
+    with pytest.raises(ValueError, match="predictor_rank must be None or >= 1"):
+        ADMCritic(4, predictor_rank=0)

@@ -68,6 +68,15 @@ def test_adm_metric_reads_the_paper_hierarchy(rng):
     assert dependent[0] > 0.8 and dependent[1] > 0.8 and dependent[2] < 0.05, dependent
 
 
+def test_adm_metric_with_a_low_rank_critic(rng):
+    """critic_params reaches the critic: a rank-2 first layer still reads the hierarchy."""
+    scorer = DependenceScorer(
+        "adm", random_state=0, critic_params={**ADM_BUDGET, "predictor_rank": 2}
+    )
+    dependent = scorer.per_feature(xx2_and_noise(rng))
+    assert dependent[0] > 0.8 and dependent[1] > 0.8 and dependent[2] < 0.05, dependent
+
+
 def test_adm_metric_needs_probes_beyond_the_conditional_mean(rng):
     z1 = rng.uniform(-np.sqrt(3), np.sqrt(3), size=4000)
     Z = np.c_[z1, z1 * rng.standard_normal(4000)]  # mean-independent both ways, yet dependent
