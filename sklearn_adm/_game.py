@@ -192,14 +192,20 @@ def calibrated_fit(target, prediction):
     return alpha, dependence_mse(target, alpha.unsqueeze(-2) * prediction)
 
 
+#: seconds of critic training after which a progress bar appears (on a terminal only)
+_PROGRESS_DELAY_S = 3.0
+
+
 def train_critic(critic, z_train, *, steps, batch_size, learning_rate, generator):
     """The game with the encoder fixed: ``steps`` critic updates on minibatches of ``z_train``
-    (replayed from a CUDA graph on CUDA, as in the game)."""
+    (replayed from a CUDA graph on CUDA, as in the game). Training that lasts longer than a
+    few seconds (thousands of features) shows a progress bar on a terminal."""
     device = z_train.device
     update = CriticUpdates(critic, CriticAdam(critic, learning_rate, device), device)
     batch_size = min(batch_size, len(z_train))
+    progress = tqdm(range(steps), desc="critic", delay=_PROGRESS_DELAY_S, disable=None, leave=False)
     with training_allocations():
-        for _ in range(steps):
+        for _ in progress:
             rows = torch.randint(len(z_train), (batch_size,), generator=generator, device=device)
             update(z_train[rows])
     return critic

@@ -304,3 +304,27 @@ def test_low_rank_keep_group_and_copies():
 def test_bad_rank_is_rejected():
     with pytest.raises(ValueError, match="predictor_rank must be None or >= 1"):
         ADMCritic(4, predictor_rank=0)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_graph_replays_the_update_in_the_backward_pass(monkeypatch):
+    """A first layer updated block by block in the backward pass is captured and replayed on
+    CUDA as eager steps run it."""
+    from sklearn_adm import _adam
+    from sklearn_adm._game import CriticUpdates, critic_step
+
+    monkeypatch.setattr(_adam, "_BLOCK_BYTES", 3 * 6 * 32 * 4)
+    device = torch.device("cuda")
+    batches = torch.randn(8, 128, 12, generator=torch.Generator().manual_seed(0)).to(device)
+    critics = []
+    for replay in (False, True):
+        torch.manual_seed(0)
+        critic = ADMCritic(12, n_groups=2).to(device)
+        optimizer = _adam.CriticAdam(critic, 0.02, device)
+        update = CriticUpdates(critic, optimizer, device)
+        for batch in batches:
+            update(batch) if replay else critic_step(critic, optimizer, batch)
+        assert (update.graph is not None) == replay
+        critics.append(critic)
+    for eager, replayed in zip(*(c.parameters() for c in critics), strict=True):
+        torch.testing.assert_close(replayed, eager, rtol=1e-5, atol=1e-6)
