@@ -188,6 +188,10 @@ class ADMCritic(nn.Module):
         #: layer in the backward pass: called with the layer's input and output gradient
         self.input_layer_update = None
         bound = _FIRST_LAYER_GAIN / math.sqrt(max(group_size - 1, 1))
+        if self.predictor_rank is None:  # drawn first: a seed gives the weights it always gave
+            self._init_full_input_layer(bound, h)
+        else:
+            self._init_low_rank_input_layer(self.predictor_rank, h)
         self.predictor_in_bias = _uniform((d, h), bound)
         self.predictor = _FeatureWiseMLP(d, predictor_widths)
         if self.probes:
@@ -195,10 +199,6 @@ class ADMCritic(nn.Module):
             self.probe_in = _uniform((d, probe_widths[0]), _FIRST_LAYER_GAIN)
             self.probe_in_bias = _uniform((d, probe_widths[0]), _FIRST_LAYER_GAIN)
             self.probe = _FeatureWiseMLP(d, probe_widths)
-        if self.predictor_rank is None:
-            self._init_full_input_layer(bound, h)
-        else:
-            self._init_low_rank_input_layer(self.predictor_rank, h)
 
     def _init_full_input_layer(self, bound, h):
         d, group_size = self.n_features, self.n_features // self.n_groups
