@@ -60,10 +60,8 @@ class CriticAdam(torch.optim.Adam):
 
     @torch.no_grad()
     def _update_input_layer(self, inputs, grad_hidden):
-        """The backward hook: the bias gets its gradient for :meth:`step`, the weights their
-        update here."""
-        bias = self.critic.predictor_in_bias
-        bias.grad = grad_hidden.sum(dim=0) if bias.grad is None else bias.grad + grad_hidden.sum(0)
+        """Called in the backward pass with the first predictor layer's input and its output's
+        gradient: Adam updates the layer's weights, a block of rows at a time."""
         layer = self.critic.predictor_in
         group = next(g for g in self.param_groups if any(p is layer for p in g["params"]))
         state = self.state[layer]

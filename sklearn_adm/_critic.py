@@ -97,6 +97,21 @@ def _uniform(shape, bound):
     return nn.Parameter(torch.empty(shape).uniform_(-bound, bound))
 
 
+class _UpdateInBackward(torch.autograd.Function):
+    """``hidden + bias``, whose backward pass hands the output's gradient to ``update`` (which
+    updates the weights that made ``hidden``) and passes the bias its gradient."""
+
+    @staticmethod
+    def forward(ctx, hidden, bias, update):
+        ctx.update = update
+        return hidden + bias
+
+    @staticmethod
+    def backward(ctx, grad):
+        ctx.update(grad)
+        return None, grad.sum(dim=0), None
+
+
 class ADMCritic(nn.Module):
     r"""Probes and dependency predictors for all features, evaluated at once.
 
@@ -302,12 +317,14 @@ class ADMCritic(nn.Module):
         if self.input_layer_update is None or not torch.is_grad_enabled():
             hidden = torch.einsum("ngs,gsu->ngu", inputs, self.predictor_in)
             hidden = hidden.reshape(n, self.n_features, -1) + self.predictor_in_bias
-        else:  # autograd stops here: the hook gets the layer's output gradient (n, d, h)
+        else:  # the weights' gradient is left to the hook; the bias's flows as usual
             with torch.no_grad():
                 hidden = torch.einsum("ngs,gsu->ngu", inputs, self.predictor_in)
-                hidden = hidden.reshape(n, self.n_features, -1).add_(self.predictor_in_bias)
-            hidden.requires_grad_()
-            hidden.register_hook(partial(self.input_layer_update, inputs.detach()))
+            hidden = _UpdateInBackward.apply(
+                hidden.reshape(n, self.n_features, -1),
+                self.predictor_in_bias,
+                partial(self.input_layer_update, inputs.detach()),
+            )
         return self.predictor(hidden)
 
     def input_layer_gradient(self, inputs, grad_hidden, group, rows):
