@@ -305,15 +305,7 @@ class ADMCritic(nn.Module):
         n, groups = len(z_std), self.n_groups
         inputs = z_std.view(n, groups, -1)
         if self.predictor_rank is not None:
-            projection, mixing = self.predictor_projection, self.predictor_mixing
-            shared = torch.einsum("ngs,gsr->ngr", inputs, projection)
-            hidden = torch.einsum("ngr,gru->ngu", shared, mixing).reshape(n, self.n_features, -1)
-            # each feature's own path, projection then mixing: (d, h)
-            groups, size, rank = projection.shape
-            own = torch.einsum("gsr,grsh->gsh", projection, mixing.view(groups, rank, size, -1))
-            own = own.reshape(hidden.shape[1:])
-            hidden = torch.addcmul(hidden, z_std.unsqueeze(-1), own, value=-1)
-            return self.predictor(hidden + self.predictor_in_bias)
+            return self.predictor(self._low_rank_first_layer(z_std) + self.predictor_in_bias)
         if self.input_layer_update is None or not torch.is_grad_enabled():
             hidden = torch.einsum("ngs,gsu->ngu", inputs, self.predictor_in)
             hidden = hidden.reshape(n, self.n_features, -1) + self.predictor_in_bias
@@ -326,6 +318,16 @@ class ADMCritic(nn.Module):
                 partial(self.input_layer_update, inputs.detach()),
             )
         return self.predictor(hidden)
+
+    def _low_rank_first_layer(self, z_std):
+        """The low-rank first layer's output without its bias, ``(n, d, h)``: the shared
+        projection mapped to every predictor's units, less each feature's own path."""
+        n, projection, mixing = len(z_std), self.predictor_projection, self.predictor_mixing
+        groups, size, rank = projection.shape
+        shared = torch.einsum("ngs,gsr->ngr", z_std.view(n, groups, size), projection)
+        hidden = torch.einsum("ngr,gru->ngu", shared, mixing).reshape(n, self.n_features, -1)
+        own = torch.einsum("gsr,grsh->gsh", projection, mixing.view(groups, rank, size, -1))
+        return torch.addcmul(hidden, z_std.unsqueeze(-1), own.reshape(hidden.shape[1:]), value=-1)
 
     def input_layer_gradient(self, inputs, grad_hidden, group, rows):
         """Gradient of the rows ``rows`` (a slice) of group ``group``'s first predictor layer,
