@@ -63,7 +63,7 @@ class CriticAdam(torch.optim.Adam):
         """Called in the backward pass with the first predictor layer's input and its output's
         gradient: Adam updates the layer's weights, a block of rows at a time."""
         layer = self.critic.predictor_in
-        group = next(g for g in self.param_groups if any(p is layer for p in g["params"]))
+        group = self.param_groups[0]  # the only one: all the critic's parameters
         state = self.state[layer]
         if not state:  # as Adam initialises it
             on_device = group["fused"] or group["capturable"]

@@ -302,10 +302,10 @@ class ADMCritic(nn.Module):
     def predictions(self, z_std):
         """Predictions ``phi_j(z_{-j})`` for standardised ``z``, shape ``(n, d)``."""
         # The first layer of all d predictors at once, one matmul per group.
-        n, groups = len(z_std), self.n_groups
-        inputs = z_std.view(n, groups, -1)
         if self.predictor_rank is not None:
             return self.predictor(self._low_rank_first_layer(z_std) + self.predictor_in_bias)
+        n = len(z_std)
+        inputs = z_std.view(n, self.n_groups, -1)
         if self.input_layer_update is None or not torch.is_grad_enabled():
             hidden = torch.einsum("ngs,gsu->ngu", inputs, self.predictor_in)
             hidden = hidden.reshape(n, self.n_features, -1) + self.predictor_in_bias

@@ -6,7 +6,7 @@ from numbers import Integral, Real
 import torch
 from torch import nn
 
-from ._adam import CriticAdam
+from ._adam import CriticAdam, adam_kernel
 from ._critic import ADMCritic, dependence_mse
 from ._device import resolve_device
 from ._game import CriticUpdates, calibrated_fit, variance_hinge
@@ -226,9 +226,8 @@ class ADMRegularizer(nn.Module):
         if "_optimizer" in self.__dict__:
             state = self._optimizer.state_dict()
             self._optimizer = CriticAdam(self.critic, self.critic_learning_rate, self._device)
-            fresh = self._optimizer.param_groups[0]
             for group in state["param_groups"]:  # the kernel choice follows the device
-                group.update(fused=fresh["fused"], capturable=fresh["capturable"])
+                group.update(adam_kernel(self._device))
             self._optimizer.load_state_dict(state)
             self._updates = None
         return self
