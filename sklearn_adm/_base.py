@@ -72,8 +72,11 @@ class BaseADMTransformer(
     }
 
     _per_feature_scaling = False
-    #: encoder updates after which only the leading start plays on (None: all to the end)
+    #: encoder updates after which only the ``_narrow_to`` leading starts play on (None: all
+    #: to the end)
     _narrow_after = None
+    _narrow_to = 1
+    _narrow_on_penalty = False
     #: the encoder's step size decays as learning_rate / (1 + t / this) (None: constant)
     _learning_rate_decay = None
     #: critic updates on the initial representations before the first encoder update
@@ -253,6 +256,8 @@ class BaseADMTransformer(
             n_iter_no_change=self.n_iter_no_change,
             verbose=self.verbose,
             narrow_after=self._narrow_after,
+            narrow_to=self._narrow_to,
+            narrow_on_penalty=self._narrow_on_penalty,
             learning_rate_decay=self._learning_rate_decay,
             warmup_steps=self._warmup_steps,
             stop_on_objective=self._stop_on_objective,

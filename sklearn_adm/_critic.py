@@ -255,20 +255,21 @@ class ADMCritic(nn.Module):
             self.predictor_in.register_post_accumulate_grad_hook(_zero_self_gradient)
 
     @torch.no_grad()
-    def keep_group(self, group):
-        """Keep only the probes and predictors of one group, in place: the critic then scores
-        that group's ``n_features / n_groups`` features alone, as trained so far."""
+    def keep_groups(self, groups):
+        """Keep only the probes and predictors of the groups listed, in place and in that
+        order: the critic then scores those groups' features alone, as trained so far."""
+        groups = [int(group) for group in groups]
         size = self.n_features // self.n_groups
-        rows = slice(group * size, (group + 1) * size)
+        rows = [row for group in groups for row in range(group * size, (group + 1) * size)]
 
         def cut(parameter, index):
             return nn.Parameter(parameter[index].clone())
 
         if self.predictor_rank is None:
-            self._set_predictor_in(self.predictor_in[group : group + 1].clone())
+            self._set_predictor_in(self.predictor_in[groups].clone())
         else:
-            self.predictor_projection = cut(self.predictor_projection, slice(group, group + 1))
-            self.predictor_mixing = cut(self.predictor_mixing, slice(group, group + 1))
+            self.predictor_projection = cut(self.predictor_projection, groups)
+            self.predictor_mixing = cut(self.predictor_mixing, groups)
         self.predictor_in_bias = cut(self.predictor_in_bias, rows)
         mlps = [self.predictor] + ([self.probe] if self.probes else [])
         if self.probes:
@@ -280,7 +281,7 @@ class ADMCritic(nn.Module):
                     parameters[i] = cut(parameter, rows)
             mlp.out_weight = cut(mlp.out_weight, rows)
             mlp.out_bias = cut(mlp.out_bias, rows)
-        self.n_features, self.n_groups = size, 1
+        self.n_features, self.n_groups = size * len(groups), len(groups)
         return self
 
     def _check_input(self, z):

@@ -72,8 +72,9 @@ class Autoencoders(nn.Module):
         representation ``z``: ``z`` itself, unless ``finish`` solves part of it again."""
         return z
 
-    def keep_start(self, start):
-        """Keep only start ``start``, in place (``n_init`` becomes 1)."""
+    def keep_starts(self, starts):
+        """Keep only the starts listed, in place and in that order (``n_init`` becomes their
+        number)."""
         raise NotImplementedError(f"{type(self).__name__} cannot narrow its starts.")
 
 
@@ -102,8 +103,13 @@ class GameSettings:
     selection_rows: int = 1024
     #: evaluations whose mean criterion ranks the starts (one evaluation is noisy)
     rank_window: int = 1
-    #: after this many encoder updates only the leading start plays on (None: all, to the end)
+    #: after this many encoder updates only the ``narrow_to`` leading starts play on (None:
+    #: all, to the end)
     narrow_after: int | None = None
+    narrow_to: int = 1
+    #: rank the starts for narrowing by the autoencoder's selection penalty alone (the
+    #: objective, still falling at different rates, would hide it)
+    narrow_on_penalty: bool = False
     #: the encoder's step size at update t is learning_rate / (1 + t / learning_rate_decay)
     learning_rate_decay: float | None = None
     #: stop when the leading start's held-out objective has not improved by ``tol`` over
@@ -167,7 +173,9 @@ def critic_step(critic, optimizer, z):
     ``optimizer`` is the critic's :class:`~sklearn_adm._adam.CriticAdam`."""
     optimizer.zero_grad(set_to_none=True)
     with optimizer.updating_in_backward():
-        loss = critic(z.detach()).mean()
+        # each group's mean error, summed: a group trains as it would alone, however many
+        # groups (starts) share the critic
+        loss = critic(z.detach()).view(critic.n_groups, -1).mean(dim=1).sum()
         loss.backward()
     optimizer.step()
     return loss
@@ -317,23 +325,39 @@ class AdversarialGame:
             criterion = loss + average.selection_penalty(z[: self.settings.selection_rows])
         return loss, terms, average.stopping_codes(X_val, z), criterion
 
-    def _narrow(self, leader, records):
-        """Let start ``leader`` alone play on: cut the autoencoder, its average, the critic
-        and the records down to it, and give the encoder and critic fresh optimizers."""
-        self.autoencoder.keep_start(leader)
-        self.average.module.keep_start(leader)
-        self.critic.keep_group(leader)
-        size = self.critic.n_features
-        self.alpha = self.alpha[leader * size : (leader + 1) * size]
+    def _narrow(self, keep, records, criteria, snapshots):
+        """Let the starts ``keep`` alone play on, in that order: cut the autoencoder, its
+        average, the critic, their optimizers' states and the records of past evaluations down
+        to them, so that they play on as they would have with the others. Returns the cut
+        ``criteria`` and ``snapshots``."""
+        n_init, size = self.autoencoder.n_init, self.critic.n_features // self.critic.n_groups
+        rows = [row for start in keep for row in range(start * size, (start + 1) * size)]
+        encoder_state = self.encoder_optimizer.state_dict()
+        critic_state = self.critic_update.optimizer.state_dict()
+        self.autoencoder.keep_starts(keep)
+        self.average.module.keep_starts(keep)
+        self.critic.keep_groups(keep)
+        self.alpha = self.alpha[rows]
         device = self.alpha.device
         self.encoder_optimizer = self.autoencoder.make_optimizer(
             self.settings.learning_rate, device
         )
+        self.encoder_optimizer.load_state_dict(_cut_state(encoder_state, lambda length: keep))
         self.critic_update = self._critic_updates(device)
+        # a critic's parameter is indexed by group, or by feature (the rows of the groups)
+        self.critic_update.optimizer.load_state_dict(
+            _cut_state(critic_state, lambda length: keep if length == n_init else rows)
+        )
         for record in records:
             for key in ("train", "val"):
                 if key in record:
-                    record[key] = record[key][:, [leader]]
+                    record[key] = record[key][:, keep]
+        criteria = [criterion[keep] for criterion in criteria]
+        snapshots = [
+            (iteration, codes.view(len(codes), n_init, -1)[:, keep].flatten(start_dim=1))
+            for iteration, codes in snapshots
+        ]
+        return criteria, snapshots
 
     def _train_critic(self, X_train, steps):
         """``steps`` critic updates against the encoder as it stands; the codes of
@@ -382,11 +406,15 @@ class AdversarialGame:
                     continue
                 objective, val_terms, codes, criterion = self._evaluate(X_val)
                 criteria = [*criteria, criterion][-s.rank_window :]
-                leader = int(torch.stack(criteria).mean(dim=0).argmin())
-                if n_iter == s.narrow_after and self.autoencoder.n_init > 1:
-                    self._narrow(leader, records)
+                ranking = torch.stack(criteria).mean(dim=0).argsort(stable=True)
+                leader = int(ranking[0])
+                if n_iter == s.narrow_after and self.autoencoder.n_init > s.narrow_to:
+                    if s.narrow_on_penalty:
+                        ranking = (criterion - objective).argsort(stable=True)
+                    keep = ranking[: s.narrow_to].tolist()
+                    criteria, snapshots = self._narrow(keep, records, criteria, snapshots)
                     objective, val_terms, codes, criterion = self._evaluate(X_val)
-                    snapshots, criteria, leader, best = [], [], 0, math.inf
+                    leader = int(torch.stack(criteria).mean(dim=0).argmin())
                 if s.stop_on_objective:  # updates since the objective last fell by tol
                     value = float(objective[leader])
                     if value < best - s.tol:
@@ -434,6 +462,19 @@ class AdversarialGame:
             )
         history = [_history_entry(record, leader) for record in records]
         return GameResult(history=history, n_iter=n_iter, converged=converged, best_init=leader)
+
+
+def _cut_state(state_dict, index):
+    """An optimizer's ``state_dict`` with every per-parameter tensor cut along its first axis
+    to ``index(length of that axis)``; scalars (such as Adam's step) are kept."""
+    state = {
+        key: {
+            name: value[index(len(value))] if torch.is_tensor(value) and value.ndim else value
+            for name, value in param_state.items()
+        }
+        for key, param_state in state_dict["state"].items()
+    }
+    return {**state_dict, "state": state}
 
 
 def _relative_change(snapshots, since, z, init, n_init):

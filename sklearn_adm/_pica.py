@@ -176,11 +176,11 @@ class _SubspaceAutoencoders(Autoencoders):
         frame's gradient leaves turns inside it out), and ``finish`` solves the rotation again."""
         return torch.einsum("nk,rkd->nrd", x, retract(self.frame)).flatten(start_dim=1)
 
-    def keep_start(self, start):
-        self.frame = nn.Parameter(self.frame.detach()[start : start + 1].clone())
-        self.rotation = self.rotation[start : start + 1].clone()
-        self.rotation_angle = self.rotation_angle[start : start + 1].clone()
-        self.n_init = 1
+    def keep_starts(self, starts):
+        self.frame = nn.Parameter(self.frame.detach()[starts].clone())
+        self.rotation = self.rotation[starts].clone()
+        self.rotation_angle = self.rotation_angle[starts].clone()
+        self.n_init = len(starts)
 
     def unmixing(self, start):
         """The trained encoder of one start on the scaled inputs, ``(n_features, d)``."""

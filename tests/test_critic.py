@@ -160,15 +160,17 @@ def test_held_out_calibration_keeps_a_memorising_critic_honest(rng):
     assert torch.all(mse <= 1.0 + 1e-6)
 
 
-def test_keep_group_keeps_that_group_as_trained():
-    """Narrowing a grouped critic to one group gives the same errors on that group."""
+@pytest.mark.parametrize("groups", [[1], [2, 0]])
+def test_keep_groups_keeps_those_groups_as_trained(groups):
+    """Narrowing a grouped critic to some of its groups gives the same errors on them."""
     torch.manual_seed(0)
     critic = ADMCritic(6, n_groups=3)
     z = torch.randn(200, 6)
     full = critic(z).detach()
-    critic.keep_group(1)
-    assert critic.n_features == 2 and critic.n_groups == 1
-    np.testing.assert_allclose(critic(z[:, 2:4]).detach(), full[2:4], rtol=1e-6)
+    columns = [column for group in groups for column in (2 * group, 2 * group + 1)]
+    critic.keep_groups(groups)
+    assert critic.n_features == 2 * len(groups) and critic.n_groups == len(groups)
+    np.testing.assert_allclose(critic(z[:, columns]).detach(), full[columns], rtol=1e-6)
 
 
 def test_a_seed_gives_the_same_first_layer_whatever_the_grouping():
@@ -204,7 +206,8 @@ def test_self_connections_start_and_stay_zero():
         copy(z[:, columns]).mean().backward()
         optimizer.step()
         assert torch.count_nonzero(_self_connections(copy.predictor_in)) == 0
-        copy.keep_group(1)
+        if copy.n_groups == 2:
+            copy.keep_groups([1])
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
@@ -253,7 +256,7 @@ def test_large_first_layer_updated_in_backward_as_adam_updates_it(monkeypatch, n
                 assert critic.predictor_in.grad is None
             else:
                 optimizer.zero_grad()
-                critic(batch).mean().backward()
+                critic(batch).view(n_groups, -1).mean(dim=1).sum().backward()
                 optimizer.step()
         critics.append(critic)
         optimizers.append(optimizer)
@@ -290,15 +293,15 @@ def test_low_rank_critic_detects_a_parabola_and_not_independence(rng):
     assert np.all(np.abs(dependence[2:]) < 0.05)
 
 
-def test_low_rank_keep_group_and_copies():
+def test_low_rank_keep_groups_and_copies():
     torch.manual_seed(0)
     critic = ADMCritic(6, n_groups=3, predictor_rank=3)
     z = torch.randn(200, 6)
     full = critic(z).detach()
     copy = pickle.loads(pickle.dumps(critic))
     torch.testing.assert_close(copy(z).detach(), full)
-    critic.keep_group(1)
-    np.testing.assert_allclose(critic(z[:, 2:4]).detach(), full[2:4], rtol=1e-6)
+    critic.keep_groups([2, 1])
+    np.testing.assert_allclose(critic(z[:, [4, 5, 2, 3]]).detach(), full[[4, 5, 2, 3]], rtol=1e-6)
 
 
 def test_bad_rank_is_rejected():

@@ -103,3 +103,42 @@ def test_float32_in_float32_out():
 def test_bad_parameters(params, message):
     with pytest.raises(ValueError, match=message):
         NonlinearPICA(max_iter=2, **params).fit(np.random.default_rng(0).normal(size=(50, 3)))
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_starts_kept_after_narrowing_play_on_as_they_would_have(monkeypatch):
+    """After the game narrows to the two starts of lowest decoder contrast, those starts (and
+    their critics) carry their optimizers' state: their weights end as in a game where all
+    four played to the end."""
+    from sklearn_adm import _game
+
+    X, _ = make_nonlinear_mixture(1_000, random_state=0)
+    games, kept = [], []
+    play, narrow = _game.AdversarialGame.play, _game.AdversarialGame._narrow
+
+    def recording_play(self, *args, **kwargs):
+        games.append(self)
+        return play(self, *args, **kwargs)
+
+    def recording_narrow(self, keep, *args):
+        kept.append(keep)
+        return narrow(self, keep, *args)
+
+    monkeypatch.setattr(_game.AdversarialGame, "play", recording_play)
+    monkeypatch.setattr(_game.AdversarialGame, "_narrow", recording_narrow)
+    settings = dict(n_components=2, max_iter=60, tol=0, random_state=0)
+    monkeypatch.setattr(NonlinearPICA, "_narrow_after", 30)
+    narrowed = NonlinearPICA(**settings).fit(X)
+    monkeypatch.setattr(NonlinearPICA, "_narrow_after", None)
+    NonlinearPICA(**settings).fit(X)
+    (keep,) = kept
+    assert len(keep) == 2 and narrowed.n_iter_ == 60
+    two, four = (game.autoencoder for game in games)
+    assert two.n_init == 2 and four.n_init == 4
+    for small, full in zip(two.parameters(), four.parameters(), strict=True):
+        torch.testing.assert_close(small, full[keep], rtol=1e-4, atol=1e-5)
+    critics = [game.critic for game in games]
+    assert critics[0].n_groups == 2
+    z = torch.randn(256, 8)
+    columns = [2 * start + i for start in keep for i in range(2)]
+    torch.testing.assert_close(critics[0](z[:, columns]), critics[1](z)[columns], rtol=1e-4, atol=1e-5)
