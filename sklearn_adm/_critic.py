@@ -254,13 +254,17 @@ class ADMCritic(nn.Module):
         if self.predictor_in is not None:
             self.predictor_in.register_post_accumulate_grad_hook(_zero_self_gradient)
 
+    def group_features(self, groups):
+        """The features of the groups listed, in that order: a list of column indices."""
+        size = self.n_features // self.n_groups
+        return [feature for group in groups for feature in range(group * size, (group + 1) * size)]
+
     @torch.no_grad()
     def keep_groups(self, groups):
         """Keep only the probes and predictors of the groups listed, in place and in that
         order: the critic then scores those groups' features alone, as trained so far."""
         groups = [int(group) for group in groups]
-        size = self.n_features // self.n_groups
-        rows = [row for group in groups for row in range(group * size, (group + 1) * size)]
+        rows = self.group_features(groups)
 
         def cut(parameter, index):
             return nn.Parameter(parameter[index].clone())
@@ -281,7 +285,7 @@ class ADMCritic(nn.Module):
                     parameters[i] = cut(parameter, rows)
             mlp.out_weight = cut(mlp.out_weight, rows)
             mlp.out_bias = cut(mlp.out_bias, rows)
-        self.n_features, self.n_groups = size * len(groups), len(groups)
+        self.n_features, self.n_groups = len(rows), len(groups)
         return self
 
     def _check_input(self, z):

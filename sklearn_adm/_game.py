@@ -330,8 +330,7 @@ class AdversarialGame:
         average, the critic, their optimizers' states and the records of past evaluations down
         to them, so that they play on as they would have with the others. Returns the cut
         ``criteria`` and ``snapshots``."""
-        n_init, size = self.autoencoder.n_init, self.critic.n_features // self.critic.n_groups
-        rows = [row for start in keep for row in range(start * size, (start + 1) * size)]
+        n_init, rows = self.autoencoder.n_init, self.critic.group_features(keep)
         encoder_state = self.encoder_optimizer.state_dict()
         critic_state = self.critic_update.optimizer.state_dict()
         self.autoencoder.keep_starts(keep)

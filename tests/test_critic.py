@@ -168,6 +168,7 @@ def test_keep_groups_keeps_those_groups_as_trained(groups):
     z = torch.randn(200, 6)
     full = critic(z).detach()
     columns = [column for group in groups for column in (2 * group, 2 * group + 1)]
+    assert critic.group_features(groups) == columns
     critic.keep_groups(groups)
     assert critic.n_features == 2 * len(groups) and critic.n_groups == len(groups)
     np.testing.assert_allclose(critic(z[:, columns]).detach(), full[columns], rtol=1e-6)
