@@ -11,8 +11,9 @@ Three signals are recorded by three sensors, each sensor hearing a different mix
 
 FastICA un-mixes by maximising a fixed contrast (log cosh), which sees such skewed
 two-cluster densities poorly, so its components stay mixtures. :class:`~sklearn_adm.ICA`
-starts from a contrast that adapts to each density (the m-spacing entropy) and turns its
-rotation against an ADM critic that learns the dependence left between the components.
+starts from contrasts that adapt to each density (the m-spacing entropy, then the likelihood
+under each component's fitted score) and turns its rotation against an ADM critic that learns
+the dependence left between the components.
 """
 
 import os

@@ -11,6 +11,7 @@ from ._base import BaseADMTransformer, _widths_constraint
 from ._game import Autoencoders, GameSettings
 from ._rotation import negentropy, negentropy_rotation, polar, retract
 from ._scaling import principal_axes
+from ._score_matching import likelihood_rotation
 from ._spacings import entropy_rotation
 
 #: random starts of FastICA's contrast, whose best the entropy search refines; plain
@@ -18,6 +19,8 @@ from ._spacings import entropy_rotation
 _CONTRAST_STARTS, _EXPLORE_STEPS, _ASCENT_STEPS = 4, 20, 100
 #: Jacobi sweeps of the entropy search (more than two columns)
 _START_SWEEPS = 2
+#: quasi-Newton steps of maximum likelihood under fitted scores, from the entropy search
+_LIKELIHOOD_STEPS = 5
 #: weight of a rotation's squared distance from its start, against the critic's (1 - MSE)
 _ANCHOR_WEIGHT = 2.0
 
@@ -35,7 +38,10 @@ class _RotationEncoders(Autoencoders):
     FastICA's log-cosh contrast from a few random rotations, then turned, one plane at a
     time, to the least summed m-spacing entropy of the columns (:mod:`._spacings`), a
     contrast that adapts to the sources' densities where log cosh misses some (multimodal,
-    skewed). The starts differ in their critics; the game then turns each rotation against
+    skewed), then by a few Newton steps of maximum likelihood under each column's score
+    fitted by score matching (:mod:`._score_matching`), which turn all planes at once
+    where the sweeps leave many columns short of the optimum. The starts differ in their
+    critics; the game then turns each rotation against
     its critic, and the held-out rows pick the best.
     """
 
@@ -58,6 +64,7 @@ class _RotationEncoders(Autoencoders):
         )
         contrast_maximum = starts[negentropy(white, starts).argmax()]
         start = entropy_rotation(white, contrast_maximum, sweeps=_START_SWEEPS)
+        start = likelihood_rotation(white, start, steps=_LIKELIHOOD_STEPS)
         base = start.expand(n_init, -1, -1).to(X_rows.dtype)
         self.register_buffer("base", base.clone())
         self.register_buffer("start", self.base.clone())
@@ -107,19 +114,21 @@ class ICA(BaseADMTransformer):
     separates sources whose non-Gaussianity a fixed contrast does not see (multimodal,
     skewed). The start is FastICA's best solution from a few random rotations, turned one
     plane at a time to the least summed m-spacing entropy of the components (Vasicek's
-    estimate, as in Learned-Miller & Fisher's RADICAL), averaged over a few smoothings of the
-    data. A penalty on the distance from the start keeps a rotation there where the critic
-    finds no dependence to remove. The game, its held-out rows, its averaged encoder and its
+    estimate, as in Learned-Miller & Fisher's RADICAL) on a smoothing of the data, then
+    refined by a few Newton steps of maximum likelihood under each component's score,
+    fitted by score matching in a small basis (tanh and Gaussian bumps). A penalty on the
+    distance from the start keeps a rotation there where the critic finds no dependence to
+    remove. The game, its held-out rows, its averaged encoder and its
     stopping rule are those of :class:`PICA`; the whitening and the start use all rows, the
     critic only the training rows.
 
-    On Bach & Jordan's 18 source densities (``benchmarks/bench_ica.py``) its mean Amari
-    error was 0.59 of the better of FastICA and Picard with two sources and 1,000 rows, 0.27
-    with four and 0.34 with eight; at these sizes the critic's game changed the start's error
-    by less than the noise between draws. It costs far more than FastICA (0.9 s for two
-    sources and 1,000 rows on a 2-core CPU, 5 s for eight and 4,000 rows, against
-    milliseconds): pick it when the sources' densities are unknown, multimodal or skewed,
-    where a fixed contrast fails.
+    On Bach & Jordan's 18 source densities (``benchmarks/bench_ica.py``, 10 draws each) its
+    mean Amari error was 0.36 of the better of FastICA and Picard with two sources and 1,000
+    rows, 0.30 with four and 0.28 with eight (0.47 and 0.55 when each source's density is
+    drawn at random); at these sizes the critic's game changed the start's error by less than
+    the noise between draws. It costs far more than FastICA (0.7 s for two sources and 1,000
+    rows on a 2-core CPU, 6 s for eight and 4,000 rows, against milliseconds): pick it when
+    the sources' densities are unknown, multimodal or skewed, where a fixed contrast fails.
 
     Parameters
     ----------
