@@ -10,8 +10,8 @@ draw. ``--start-only`` adds ICA's start, before the critic's game, as a column.
 The peers' errors have long tails (FastICA and Picard stop at a wrong maximum on some draws of
 (j), (n) and (q)), so a mean over few draws swings: ten draws per density is the default.
 
-    python benchmarks/bench_ica.py [--sources 2] [--samples 1000] [--draws 10] [--letters abc]
-                                   [--mixed] [--start-only]
+    python benchmarks/bench_ica.py [--sources 2] [--samples 1000] [--draws 10] [--first-draw 0]
+                                   [--letters abc] [--mixed] [--start-only]
 """
 
 import argparse
@@ -52,6 +52,7 @@ def main():
     parser.add_argument("--sources", type=int, default=2)
     parser.add_argument("--samples", type=int, default=1000)
     parser.add_argument("--draws", type=int, default=10)
+    parser.add_argument("--first-draw", type=int, default=0, help="seed of the first draw")
     parser.add_argument("--letters", default=LETTERS)
     parser.add_argument("--mixed", action="store_true", help="a random density per source")
     parser.add_argument("--start-only", action="store_true", help="also ICA's start alone")
@@ -62,10 +63,11 @@ def main():
     print(f"{args.sources} sources, {args.samples} samples, {args.draws} draws; Amari x 100")
     print("density " + "".join(f"{name:>11}" for name in methods))
     # a row: one density for every source (its draws averaged), or with --mixed one draw
-    rows = range(args.draws) if args.mixed else args.letters
+    draws = range(args.first_draw, args.first_draw + args.draws)
+    rows = draws if args.mixed else args.letters
     for row in rows:
         per_draw = {name: [] for name in methods}
-        for draw in [row] if args.mixed else range(args.draws):
+        for draw in [row] if args.mixed else draws:
             rng = np.random.default_rng([draw, ord(str(row)[0]), args.sources])
             count = args.sources
             letters = rng.choice(list(LETTERS), count) if args.mixed else [row] * count
