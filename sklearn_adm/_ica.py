@@ -41,8 +41,8 @@ class _RotationEncoders(Autoencoders):
     skewed), then by a few Newton steps of maximum likelihood under each column's score
     fitted by score matching (:mod:`._score_matching`), which turn all planes at once
     where the sweeps leave many columns short of the optimum. The starts differ in their
-    critics; the game then turns each rotation against
-    its critic, and the held-out rows pick the best.
+    critics; the game then turns each rotation against its critic, and the held-out rows
+    pick the best.
     """
 
     def __init__(self, X_rows, n_components, n_init):
@@ -118,9 +118,9 @@ class ICA(BaseADMTransformer):
     refined by a few Newton steps of maximum likelihood under each component's score,
     fitted by score matching in a small basis (tanh and Gaussian bumps). A penalty on the
     distance from the start keeps a rotation there where the critic finds no dependence to
-    remove. The game, its held-out rows, its averaged encoder and its
-    stopping rule are those of :class:`PICA`; the whitening and the start use all rows, the
-    critic only the training rows.
+    remove. The game, its held-out rows, its averaged encoder and its stopping rule are those
+    of :class:`PICA`; the whitening and the start use all rows, the critic only the training
+    rows.
 
     On Bach & Jordan's 18 source densities (``benchmarks/bench_ica.py``, 10 draws each) its
     mean Amari error was 0.36 of the better of FastICA and Picard with two sources and 1,000
