@@ -48,18 +48,17 @@ def _basis(S):
 
 
 def fitted_scores(S):
-    """Each column's score fitted by score matching, at its own entries: ``psi`` and its
-    derivative ``psi'``, both shaped like ``S`` ``(n, d)``."""
+    """Each column's score fitted by score matching: ``psi`` at the column's own entries,
+    shaped like ``S`` ``(n, d)``, and the mean of its derivative ``E[psi']`` ``(d,)`` (for the
+    true score, the Fisher information)."""
     values, slopes = _basis(S)
     n, k = len(S), values.shape[-1]
     gram = torch.einsum("ndk,ndl->dkl", values, values) / n
     ridge = _RIDGE * torch.diagonal(gram, dim1=-2, dim2=-1).mean(dim=-1)
     gram = gram + ridge[:, None, None] * torch.eye(k, dtype=S.dtype, device=S.device)
-    coefficients = torch.linalg.solve(gram, slopes.mean(dim=0)[..., None])[..., 0]  # (d, k)
-    return (
-        torch.einsum("ndk,dk->nd", values, coefficients),
-        torch.einsum("ndk,dk->nd", slopes, coefficients),
-    )
+    mean_slopes = slopes.mean(dim=0)  # (d, k)
+    coefficients = torch.linalg.solve(gram, mean_slopes[..., None])[..., 0]  # (d, k)
+    return torch.einsum("ndk,dk->nd", values, coefficients), (mean_slopes * coefficients).sum(-1)
 
 
 def likelihood_rotation(Y, rotation, *, steps):
@@ -70,11 +69,11 @@ def likelihood_rotation(Y, rotation, *, steps):
     rotation, n = start, len(Y64)
     for _ in range(steps):
         S = Y64 @ rotation
-        score, score_slope = fitted_scores(S)
+        score, mean_slope = fitted_scores(S)
         # relative gradient G_ij = E[psi_i(s_i) s_j]; its skew part is 0 at the solution
         G = score.T @ S / n
         # Hessian of the pair (i, j): E[psi_i'] + E[psi_j'] - G_ii - G_jj
-        curvature = score_slope.mean(dim=0) - torch.diagonal(G)
+        curvature = mean_slope - torch.diagonal(G)
         hessian = (curvature[:, None] + curvature[None]).clamp_min(_MIN_CURVATURE)
         travelled = start.T @ rotation  # the angles from the start, to first order
         travelled = (travelled - travelled.T) / 2
