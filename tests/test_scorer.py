@@ -246,3 +246,14 @@ def test_pipeline_ending_in_a_classifier_scores_the_steps_before(rng):
     pipeline = make_pipeline(PCA(n_components=3), LogisticRegression()).fit(X, y)
     expected = -DependenceScorer().score(pipeline[:-1].transform(X))
     assert DependenceScorer()(pipeline, X, y) == pytest.approx(expected)
+
+
+def test_learned_test_finds_sixteen_periods_in_300_rows():
+    """hyppo's sin(16 pi x) with its noise, where distance correlation has almost no power at
+    this size: the nearest-neighbour predictions, their number learned, find it."""
+    rng = np.random.default_rng(1)
+    x = rng.uniform(-1, 1, size=300)
+    y = np.sin(16 * np.pi * x) + 0.5 * rng.normal(size=300)
+    statistic, p_value = DependenceScorer("adm", random_state=0).test(x, y, n_permutations=99)
+    assert p_value == pytest.approx(1 / 100)
+    assert DependenceScorer("dcor", random_state=0).test(x, y, n_permutations=99)[1] > 0.05
