@@ -467,18 +467,14 @@ def _neighbour_null(critic, train, held_out, split, orders):
     are targets too: where the critic fits badly, its probes can be poor targets."""
 
     def targets(z):
-        return np.hstack(
-            [critic.targets(_standardize(z)).cpu().double().numpy(), z.cpu().double().numpy()]
-        )
+        probes = critic.targets(_standardize(z))
+        return torch.cat([probes, z], dim=1).cpu().double().numpy()
 
-    (x_train, y_train), (x_test, y_test) = (
-        (z[:, :split].cpu().double().numpy(), z[:, split:].cpu().double().numpy())
-        for z in (train, held_out)
-    )
-    columns = np.arange(2 * critic.n_features) % critic.n_features < split  # X's targets
     targets_train, targets_test = targets(train), targets(held_out)
-    from_y, _ = neighbour_predictions(y_train, targets_train[:, columns], y_test)
-    from_x, _ = neighbour_predictions(x_train, targets_train[:, ~columns], x_test)
+    train, test = targets_train[:, -critic.n_features :], targets_test[:, -critic.n_features :]
+    columns = np.arange(2 * critic.n_features) % critic.n_features < split  # X's targets
+    from_y, _ = neighbour_predictions(train[:, split:], targets_train[:, columns], test[:, split:])
+    from_x, _ = neighbour_predictions(train[:, :split], targets_train[:, ~columns], test[:, :split])
     # Permuting Y's rows moves Y's targets and the predictions made from Y with them.
     moved = _unit_columns(np.hstack([from_y, targets_test[:, ~columns]]))
     fixed = _unit_columns(np.hstack([targets_test[:, columns], from_x]))
