@@ -46,16 +46,18 @@ class CriticAdam(torch.optim.Adam):
 
     @contextmanager
     def updating_in_backward(self):
-        """Within this block, backward passes through the critic update its first predictor
-        layer when the layer is large (the other parameters get their gradients as usual)."""
+        """Within this block, a training step: its one backward pass through the critic may
+        overwrite what the forward pass saved, and updates the first predictor layer when the
+        layer is large (the other parameters get their gradients as usual)."""
         layer = self.critic.predictor_in  # None where the layer is of low rank
-        if layer is None or layer.numel() * layer.element_size() <= _BLOCK_BYTES:
-            yield
-            return
-        self.critic.input_layer_update = self._update_input_layer
+        large = layer is not None and layer.numel() * layer.element_size() > _BLOCK_BYTES
+        self.critic.backward_once = True
+        if large:
+            self.critic.input_layer_update = self._update_input_layer
         try:
             yield
         finally:
+            self.critic.backward_once = False
             self.critic.input_layer_update = None
 
     @torch.no_grad()
@@ -73,12 +75,15 @@ class CriticAdam(torch.optim.Adam):
         groups, size, width = layer.shape
         rows = max(1, _BLOCK_BYTES // (width * layer.element_size()))
         beta1, beta2 = group["betas"]
+        # one buffer for every block's gradient: a fresh one per block would be paged in anew
+        buffer = layer.new_empty(min(rows, size), width)
         for index in range(groups):
             for start in range(0, size, rows):
                 block = slice(start, min(start + rows, size))
+                grad = buffer[: block.stop - block.start]
                 adam(
                     [layer[index, block]],
-                    [self.critic.input_layer_gradient(inputs, grad_hidden, index, block)],
+                    [self.critic.input_layer_gradient(inputs, grad_hidden, index, block, grad)],
                     [state["exp_avg"][index, block]],
                     [state["exp_avg_sq"][index, block]],
                     [],

@@ -73,10 +73,38 @@ class _FeatureWiseMLP(nn.Module):
         self.out_weight = _uniform((n_features, widths[-1]), 1 / math.sqrt(widths[-1]))
         self.out_bias = _uniform((n_features,), 1 / math.sqrt(widths[-1]))
 
-    def forward(self, hidden):
+    def forward(self, hidden, backward_once=False):
         for weight, bias in zip(self.weights, self.biases, strict=True):
             hidden = torch.einsum("ndi,dio->ndo", _activation(hidden), weight) + bias
-        return (_activation(hidden) * self.out_weight).sum(dim=-1) + self.out_bias
+        return _ActivatedReadout.apply(hidden, self.out_weight, backward_once) + self.out_bias
+
+
+class _ActivatedReadout(torch.autograd.Function):
+    """``sum_u gelu(hidden)[..., u] * weight[:, u]``, ``(n, d, h) -> (n, d)``. When the
+    backward pass will run once (``backward_once``, a training step), it writes every
+    temporary of the layer's size into the saved activations: on a CPU each fresh tensor this
+    large (64 MiB at d = 2048) is paged in anew, which cost more than the arithmetic.
+    Otherwise (a graph that is differentiated twice, a Jacobian) it leaves them intact."""
+
+    @staticmethod
+    def forward(ctx, hidden, weight, backward_once):
+        activation = _activation(hidden)
+        ctx.save_for_backward(hidden, activation, weight)
+        ctx.backward_once = backward_once
+        return torch.linalg.vecdot(activation, weight)
+
+    @staticmethod
+    def backward(ctx, grad):
+        hidden, activation, weight = ctx.saved_tensors
+        grad = grad.unsqueeze(-1)
+        if ctx.backward_once:
+            grad_weight = activation.mul_(grad).sum(dim=0)
+            buffer = torch.mul(grad, weight, out=activation)  # the activations' gradient
+        else:
+            grad_weight = (activation * grad).sum(dim=0)
+            buffer = grad * weight
+        grad_hidden = torch.ops.aten.gelu_backward.grad_input(buffer, hidden, grad_input=buffer)
+        return grad_hidden, grad_weight, None
 
 
 def _self_connections(weight, first_row=0, group_size=None):
@@ -97,19 +125,27 @@ def _uniform(shape, bound):
     return nn.Parameter(torch.empty(shape).uniform_(-bound, bound))
 
 
+def _full_first_layer(inputs, weight, bias):
+    """``inputs @ weight + bias`` per group, one GEMM that adds the bias as it writes:
+    inputs ``(n, groups, s)``, weight ``(groups, s, s*h)``, bias ``(d, h)``; ``(n, d, h)``."""
+    hidden = torch.baddbmm(bias.view(len(weight), 1, -1), inputs.transpose(0, 1), weight)
+    return hidden.transpose(0, 1).reshape(len(inputs), *bias.shape)
+
+
 class _UpdateInBackward(torch.autograd.Function):
-    """``hidden + bias``, whose backward pass hands the output's gradient to ``update`` (which
-    updates the weights that made ``hidden``) and passes the bias its gradient."""
+    """The first predictor layer, ``inputs @ weight + bias`` ``(n, d, h)``, whose backward pass
+    hands the output's gradient to ``update`` (which updates ``weight``) and passes the bias its
+    gradient."""
 
     @staticmethod
-    def forward(ctx, hidden, bias, update):
+    def forward(ctx, inputs, weight, bias, update):
         ctx.update = update
-        return hidden + bias
+        return _full_first_layer(inputs, weight, bias)
 
     @staticmethod
     def backward(ctx, grad):
         ctx.update(grad)
-        return None, grad.sum(dim=0), None
+        return None, None, grad.sum(dim=0), None
 
 
 class ADMCritic(nn.Module):
@@ -202,6 +238,9 @@ class ADMCritic(nn.Module):
         #: set by :class:`~sklearn_adm._adam.CriticAdam` while it updates the first predictor
         #: layer in the backward pass: called with the layer's input and output gradient
         self.input_layer_update = None
+        #: set by :class:`~sklearn_adm._adam.CriticAdam` during a training step, whose backward
+        #: pass runs once: it may then overwrite the activations it saved
+        self.backward_once = False
         bound = _FIRST_LAYER_GAIN / math.sqrt(max(group_size - 1, 1))
         if self.predictor_rank is None:  # drawn first: a seed gives the weights it always gave
             self._init_full_input_layer(bound, h)
@@ -251,6 +290,7 @@ class ADMCritic(nn.Module):
         super().__setstate__(state)
         for name in ("input_layer_update", "predictor_rank"):  # pickled before they existed
             self.__dict__.setdefault(name, None)
+        self.__dict__.setdefault("backward_once", False)
         if self.predictor_in is not None:
             self.predictor_in.register_post_accumulate_grad_hook(_zero_self_gradient)
 
@@ -302,27 +342,27 @@ class ADMCritic(nn.Module):
         if not self.probes:
             return z_std
         hidden = torch.addcmul(self.probe_in_bias, z_std.unsqueeze(-1), self.probe_in)
-        return _standardize(self.probe(hidden))
+        return _standardize(self.probe(hidden, self.backward_once))
 
     def predictions(self, z_std):
         """Predictions ``phi_j(z_{-j})`` for standardised ``z``, shape ``(n, d)``."""
         # The first layer of all d predictors at once, one matmul per group.
         if self.predictor_rank is not None:
-            return self.predictor(self._low_rank_first_layer(z_std) + self.predictor_in_bias)
+            hidden = self._low_rank_first_layer(z_std) + self.predictor_in_bias
+            return self.predictor(hidden, self.backward_once)
         n = len(z_std)
         inputs = z_std.view(n, self.n_groups, -1)
         if self.input_layer_update is None or not torch.is_grad_enabled():
-            hidden = torch.einsum("ngs,gsu->ngu", inputs, self.predictor_in)
-            hidden = hidden.reshape(n, self.n_features, -1) + self.predictor_in_bias
+            hidden = _full_first_layer(inputs, self.predictor_in, self.predictor_in_bias)
         else:  # the weights' gradient is left to the hook; the bias's flows as usual
-            with torch.no_grad():
-                hidden = torch.einsum("ngs,gsu->ngu", inputs, self.predictor_in)
+            inputs = inputs.detach()
             hidden = _UpdateInBackward.apply(
-                hidden.reshape(n, self.n_features, -1),
+                inputs,
+                self.predictor_in.detach(),
                 self.predictor_in_bias,
-                partial(self.input_layer_update, inputs.detach()),
+                partial(self.input_layer_update, inputs),
             )
-        return self.predictor(hidden)
+        return self.predictor(hidden, self.backward_once)
 
     def _low_rank_first_layer(self, z_std):
         """The low-rank first layer's output without its bias, ``(n, d, h)``: the shared
@@ -334,12 +374,12 @@ class ADMCritic(nn.Module):
         own = torch.einsum("gsr,grsh->gsh", projection, mixing.view(groups, rank, size, -1))
         return torch.addcmul(hidden, z_std.unsqueeze(-1), own.reshape(hidden.shape[1:]), value=-1)
 
-    def input_layer_gradient(self, inputs, grad_hidden, group, rows):
+    def input_layer_gradient(self, inputs, grad_hidden, group, rows, out):
         """Gradient of the rows ``rows`` (a slice) of group ``group``'s first predictor layer,
         from the layer's input ``(n, groups, s)`` and its output's gradient ``(n, d, h)``,
-        with the self-connections' entries zero: shape ``(rows, s*h)``."""
+        with the self-connections' entries zero, written into ``out`` ``(rows, s*h)``."""
         grad_hidden = grad_hidden.view(len(inputs), self.n_groups, -1)[:, group]
-        grad = inputs[:, group, rows].T @ grad_hidden
+        grad = torch.mm(inputs[:, group, rows].T, grad_hidden, out=out)
         _self_connections(grad, rows.start, group_size=self.n_features // self.n_groups).zero_()
         return grad
 

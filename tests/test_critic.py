@@ -235,26 +235,30 @@ def test_graph_replayed_critic_steps_train_as_eager_steps():
 
 
 @pytest.mark.parametrize("n_groups", [1, 2])
-def test_large_first_layer_updated_in_backward_as_adam_updates_it(monkeypatch, n_groups):
-    """A first layer above the block size never gets a full gradient: CriticAdam updates it
+@pytest.mark.parametrize("blocked", [True, False])
+def test_training_step_updates_as_adam_updates(monkeypatch, n_groups, blocked):
+    """A training step's backward pass runs once, so it overwrites the activations it saved;
+    and a first layer above the block size never gets a full gradient: CriticAdam updates it
     block by block in the backward pass. Every parameter moves as plain Adam moves it, the
     self-connections stay zero, and the layer's state is where Adam keeps it."""
     from sklearn_adm import _adam
     from sklearn_adm._critic import _self_connections
     from sklearn_adm._game import critic_step
 
-    monkeypatch.setattr(_adam, "_BLOCK_BYTES", 3 * 6 * 8 * 8)  # blocks of 3 rows, 2 per group
+    if blocked:  # blocks of 3 rows, 2 per group
+        monkeypatch.setattr(_adam, "_BLOCK_BYTES", 3 * 6 * 8 * 8)
     # float64: the probes' output bias has no gradient but rounding, which Adam would magnify
     batches = torch.randn(4, 64, 12, generator=torch.Generator().manual_seed(0)).double()
     critics, optimizers = [], []
-    for blocked in (False, True):
+    for in_step in (False, True):
         torch.manual_seed(0)
         critic = ADMCritic(12, critic_hidden=8, n_groups=n_groups).double()
         optimizer = _adam.CriticAdam(critic, 0.05, torch.device("cpu"))
         for batch in batches:
-            if blocked:
+            if in_step:
                 critic_step(critic, optimizer, batch)
-                assert critic.predictor_in.grad is None
+                assert (critic.predictor_in.grad is None) == blocked
+                assert not critic.backward_once
             else:
                 optimizer.zero_grad()
                 critic(batch).view(n_groups, -1).mean(dim=1).sum().backward()
@@ -262,8 +266,8 @@ def test_large_first_layer_updated_in_backward_as_adam_updates_it(monkeypatch, n
         critics.append(critic)
         optimizers.append(optimizer)
     assert torch.count_nonzero(_self_connections(critics[1].predictor_in)) == 0
-    for plain, blocked in zip(*(c.parameters() for c in critics), strict=True):
-        torch.testing.assert_close(blocked, plain, rtol=1e-7, atol=1e-9)
+    for plain, stepped in zip(*(c.parameters() for c in critics), strict=True):
+        torch.testing.assert_close(stepped, plain, rtol=1e-7, atol=1e-9)
     states = [o.state[c.predictor_in] for o, c in zip(optimizers, critics, strict=True)]
     assert float(states[1]["step"]) == float(states[0]["step"]) == len(batches)
     torch.testing.assert_close(states[1]["exp_avg_sq"], states[0]["exp_avg_sq"])
