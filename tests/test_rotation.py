@@ -83,9 +83,10 @@ def test_negentropy_step_only_ascends_and_beats_the_fixed_point():
     assert values[-1] >= negentropy(Y, fixed).item()
 
 
-def test_exploration_reaches_fastica_contrast_on_digits():
+def test_exploration_reaches_higher_contrast_on_digits():
     """The contrast's maxima are FastICA's fixed points; from random rotations the ascent
-    alone settles in poorer ones, plain fixed-point steps first reach FastICA's level."""
+    alone settles in poorer ones, plain fixed-point steps first reach higher ones, at least
+    the one scikit-learn's FastICA reaches (which version changes: 0.418 with 1.9.1)."""
     from sklearn.datasets import load_digits
     from sklearn.decomposition import PCA, FastICA
 
@@ -100,5 +101,5 @@ def test_exploration_reaches_fastica_contrast_on_digits():
     Ys = Y[None].expand(4, -1, -1)
     ascent = negentropy(Ys, negentropy_rotation(Ys, starts, max_iter=300))
     explored = negentropy(Ys, negentropy_rotation(Ys, starts, explore=200, max_iter=300))
-    assert ascent.max() < fastica - 0.01
+    assert explored.max() > ascent.max() + 0.01
     assert explored.max() > fastica - 1e-3
