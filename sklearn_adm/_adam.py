@@ -75,8 +75,9 @@ class CriticAdam(torch.optim.Adam):
         groups, size, width = layer.shape
         rows = max(1, _BLOCK_BYTES // (width * layer.element_size()))
         beta1, beta2 = group["betas"]
-        # one buffer for every block's gradient: a fresh one per block would be paged in anew
-        buffer = layer.new_empty(min(rows, size), width)
+        # one buffer for every block's gradient, kept from step to step: a fresh one per
+        # block would be paged in anew
+        buffer = self.critic.workspace.get("layer gradient", layer, (min(rows, size), width))
         for index in range(groups):
             for start in range(0, size, rows):
                 block = slice(start, min(start + rows, size))

@@ -72,26 +72,81 @@ class _FeatureWiseMLP(nn.Module):
             self.biases.append(_uniform((n_features, fan_out), 1 / math.sqrt(fan_in)))
         self.out_weight = _uniform((n_features, widths[-1]), 1 / math.sqrt(widths[-1]))
         self.out_bias = _uniform((n_features,), 1 / math.sqrt(widths[-1]))
+        self.workspace = _Workspace()
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        self.__dict__.setdefault("workspace", _Workspace())  # pickled before it existed
 
     def forward(self, hidden, backward_once=False):
         for weight, bias in zip(self.weights, self.biases, strict=True):
             hidden = torch.einsum("ndi,dio->ndo", _activation(hidden), weight) + bias
-        return _ActivatedReadout.apply(hidden, self.out_weight, backward_once) + self.out_bias
+        n, d, h = hidden.shape
+        rows = min(n, max(1, _READOUT_BYTES // (d * h * hidden.element_size())))
+        if backward_once:
+            activation = self.workspace.get("activation", hidden)
+            product = self.workspace.get("product", hidden, (rows, d, h))
+        else:
+            activation, product = None, hidden.new_empty(rows, d, h)
+        output = _ActivatedReadout.apply(hidden, self.out_weight, activation, product)
+        return output + self.out_bias
+
+
+#: bytes, at most, of the element-wise products from which the output layer's sums are made
+_READOUT_BYTES = 8 * 1024 * 1024
+
+
+class _Workspace:
+    """Tensors that a training step reuses from the last one, by name: on a CPU each fresh
+    tensor of a critic layer's size (64 MiB at d = 2048) is paged in anew, which cost more
+    than the arithmetic on it. Never copied or pickled."""
+
+    def __init__(self):
+        self.tensors = {}
+
+    def get(self, name, like, shape=None):
+        """The tensor ``name``, of ``shape`` (``like``'s by default) and ``like``'s dtype and
+        device: the one of the last call when it matches, else a new one."""
+        shape = like.shape if shape is None else torch.Size(shape)
+        tensor = self.tensors.get(name)
+        if tensor is None or (tensor.shape, tensor.dtype, tensor.device) != (
+            shape,
+            like.dtype,
+            like.device,
+        ):
+            tensor = self.tensors[name] = like.new_empty(shape)
+        return tensor
+
+    def __getstate__(self):
+        return {"tensors": {}}
+
+    def __deepcopy__(self, memo):
+        return _Workspace()
 
 
 class _ActivatedReadout(torch.autograd.Function):
-    """``sum_u gelu(hidden)[..., u] * weight[:, u]``, ``(n, d, h) -> (n, d)``. When the
-    backward pass will run once (``backward_once``, a training step), it writes every
-    temporary of the layer's size into the saved activations: on a CPU each fresh tensor this
-    large (64 MiB at d = 2048) is paged in anew, which cost more than the arithmetic.
-    Otherwise (a graph that is differentiated twice, a Jacobian) it leaves them intact."""
+    """``sum_u gelu(hidden)[..., u] * weight[:, u]``, ``(n, d, h) -> (n, d)``, the sums made
+    a block of rows at a time from their products in ``product``. In a training step, whose
+    backward pass runs once, the activations are written into ``activation``, a tensor of
+    ``hidden``'s shape kept from the last step, and the backward pass writes its temporaries
+    into them. Without it (a graph differentiated twice, a Jacobian) they are fresh and left
+    intact."""
 
     @staticmethod
-    def forward(ctx, hidden, weight, backward_once):
-        activation = _activation(hidden)
+    def forward(ctx, hidden, weight, activation, product):
+        ctx.backward_once = activation is not None
+        if activation is None:
+            activation = _activation(hidden)
+        else:
+            torch.ops.aten.gelu.out(hidden, out=activation)
         ctx.save_for_backward(hidden, activation, weight)
-        ctx.backward_once = backward_once
-        return torch.linalg.vecdot(activation, weight)
+        output = hidden.new_empty(hidden.shape[:-1])
+        rows = len(product)
+        for start in range(0, len(hidden), rows):
+            part = activation[start : start + rows]
+            part = torch.mul(part, weight, out=product[: len(part)])
+            torch.sum(part, dim=-1, out=output[start : start + rows])
+        return output
 
     @staticmethod
     def backward(ctx, grad):
@@ -104,7 +159,7 @@ class _ActivatedReadout(torch.autograd.Function):
             grad_weight = (activation * grad).sum(dim=0)
             buffer = grad * weight
         grad_hidden = torch.ops.aten.gelu_backward.grad_input(buffer, hidden, grad_input=buffer)
-        return grad_hidden, grad_weight, None
+        return grad_hidden, grad_weight, None, None
 
 
 def _self_connections(weight, first_row=0, group_size=None):
@@ -125,11 +180,13 @@ def _uniform(shape, bound):
     return nn.Parameter(torch.empty(shape).uniform_(-bound, bound))
 
 
-def _full_first_layer(inputs, weight, bias):
-    """``inputs @ weight + bias`` per group, one GEMM that adds the bias as it writes:
-    inputs ``(n, groups, s)``, weight ``(groups, s, s*h)``, bias ``(d, h)``; ``(n, d, h)``."""
-    hidden = torch.baddbmm(bias.view(len(weight), 1, -1), inputs.transpose(0, 1), weight)
-    return hidden.transpose(0, 1).reshape(len(inputs), *bias.shape)
+def _full_first_layer(inputs, weight, bias, out=None):
+    """``inputs @ weight + bias`` per group, one GEMM that adds the bias as it writes (into
+    ``out``, ``(groups, n, s*h)``, when given): inputs ``(n, groups, s)``, weight
+    ``(groups, s, s*h)``, bias ``(d, h)``; returns ``(n, d, h)``."""
+    shape = (len(inputs), *bias.shape)
+    hidden = torch.baddbmm(bias.view(len(weight), 1, -1), inputs.transpose(0, 1), weight, out=out)
+    return hidden.transpose(0, 1).reshape(shape)
 
 
 class _UpdateInBackward(torch.autograd.Function):
@@ -138,14 +195,14 @@ class _UpdateInBackward(torch.autograd.Function):
     gradient."""
 
     @staticmethod
-    def forward(ctx, inputs, weight, bias, update):
+    def forward(ctx, inputs, weight, bias, update, out):
         ctx.update = update
-        return _full_first_layer(inputs, weight, bias)
+        return _full_first_layer(inputs, weight, bias, out)
 
     @staticmethod
     def backward(ctx, grad):
         ctx.update(grad)
-        return None, None, grad.sum(dim=0), None
+        return None, None, grad.sum(dim=0), None, None
 
 
 class ADMCritic(nn.Module):
@@ -241,6 +298,8 @@ class ADMCritic(nn.Module):
         #: set by :class:`~sklearn_adm._adam.CriticAdam` during a training step, whose backward
         #: pass runs once: it may then overwrite the activations it saved
         self.backward_once = False
+        #: tensors reused from one training step to the next
+        self.workspace = _Workspace()
         bound = _FIRST_LAYER_GAIN / math.sqrt(max(group_size - 1, 1))
         if self.predictor_rank is None:  # drawn first: a seed gives the weights it always gave
             self._init_full_input_layer(bound, h)
@@ -291,6 +350,7 @@ class ADMCritic(nn.Module):
         for name in ("input_layer_update", "predictor_rank"):  # pickled before they existed
             self.__dict__.setdefault(name, None)
         self.__dict__.setdefault("backward_once", False)
+        self.__dict__.setdefault("workspace", _Workspace())
         if self.predictor_in is not None:
             self.predictor_in.register_post_accumulate_grad_hook(_zero_self_gradient)
 
@@ -356,11 +416,13 @@ class ADMCritic(nn.Module):
             hidden = _full_first_layer(inputs, self.predictor_in, self.predictor_in_bias)
         else:  # the weights' gradient is left to the hook; the bias's flows as usual
             inputs = inputs.detach()
+            groups, size, width = self.predictor_in.shape
             hidden = _UpdateInBackward.apply(
                 inputs,
                 self.predictor_in.detach(),
                 self.predictor_in_bias,
                 partial(self.input_layer_update, inputs),
+                self.workspace.get("first layer", inputs, (groups, n, width)),
             )
         return self.predictor(hidden, self.backward_once)
 

@@ -266,6 +266,11 @@ def test_training_step_updates_as_adam_updates(monkeypatch, n_groups, blocked):
         critics.append(critic)
         optimizers.append(optimizer)
     assert torch.count_nonzero(_self_connections(critics[1].predictor_in)) == 0
+    # the tensors a step reuses stay out of copies and pickles
+    assert critics[1].predictor.workspace.tensors
+    for copy in (pickle.loads(pickle.dumps(critics[1])), copy_module.deepcopy(critics[1])):
+        assert not copy.workspace.tensors and not copy.predictor.workspace.tensors
+        torch.testing.assert_close(copy(batches[0]), critics[1](batches[0]))
     for plain, stepped in zip(*(c.parameters() for c in critics), strict=True):
         torch.testing.assert_close(stepped, plain, rtol=1e-7, atol=1e-9)
     states = [o.state[c.predictor_in] for o, c in zip(optimizers, critics, strict=True)]
