@@ -36,6 +36,9 @@ _FIRST_LAYER_GAIN = 3.0
 
 _activation = nn.functional.gelu
 
+#: bytes, at most, of the element-wise products from which the output layer's sums are made
+_READOUT_BYTES = 8 * 1024 * 1024
+
 
 def dependence_mse(target, prediction):
     r"""Per-feature error of predicting standardised targets, robust to shrunken targets.
@@ -92,10 +95,6 @@ class _FeatureWiseMLP(nn.Module):
         return output + self.out_bias
 
 
-#: bytes, at most, of the element-wise products from which the output layer's sums are made
-_READOUT_BYTES = 8 * 1024 * 1024
-
-
 class _Workspace:
     """Tensors that a training step reuses from the last one, by name: on a CPU each fresh
     tensor of a critic layer's size (64 MiB at d = 2048) is paged in anew, which cost more
@@ -109,11 +108,8 @@ class _Workspace:
         device: the one of the last call when it matches, else a new one."""
         shape = like.shape if shape is None else torch.Size(shape)
         tensor = self.tensors.get(name)
-        if tensor is None or (tensor.shape, tensor.dtype, tensor.device) != (
-            shape,
-            like.dtype,
-            like.device,
-        ):
+        kept = tensor is not None and tensor.shape == shape
+        if not (kept and tensor.dtype == like.dtype and tensor.device == like.device):
             tensor = self.tensors[name] = like.new_empty(shape)
         return tensor
 
@@ -296,9 +292,9 @@ class ADMCritic(nn.Module):
         #: layer in the backward pass: called with the layer's input and output gradient
         self.input_layer_update = None
         #: set by :class:`~sklearn_adm._adam.CriticAdam` during a training step, whose backward
-        #: pass runs once: it may then overwrite the activations it saved
+        #: pass runs once: the step then writes its layer-sized tensors into ``workspace``
+        #: (kept from the last step) and overwrites what it saved
         self.backward_once = False
-        #: tensors reused from one training step to the next
         self.workspace = _Workspace()
         bound = _FIRST_LAYER_GAIN / math.sqrt(max(group_size - 1, 1))
         if self.predictor_rank is None:  # drawn first: a seed gives the weights it always gave
