@@ -158,6 +158,32 @@ class _ActivatedReadout(torch.autograd.Function):
         return grad_hidden, grad_weight, None, None
 
 
+class _ScalarInputLayer(torch.autograd.Function):
+    """The probes' first layer, ``bias + z[..., None] * weight``, ``(n, d) -> (n, d, h)``,
+    written into ``out`` when given (a tensor kept from the last training step). With
+    ``backward_once`` its backward pass forms the weight's gradient in the output's gradient
+    itself, which it then no longer needs, instead of in a fresh layer-sized tensor."""
+
+    @staticmethod
+    def forward(ctx, z, weight, bias, out, backward_once):
+        ctx.backward_once = backward_once
+        ctx.save_for_backward(z, weight)
+        inputs = z.unsqueeze(-1)
+        return (
+            torch.addcmul(bias, inputs, weight)
+            if out is None
+            else torch.addcmul(bias, inputs, weight, out=out)
+        )
+
+    @staticmethod
+    def backward(ctx, grad):
+        z, weight = ctx.saved_tensors
+        grad_z = (grad * weight).sum(dim=-1) if ctx.needs_input_grad[0] else None
+        grad_bias = grad.sum(dim=0)
+        products = grad.mul_(z.unsqueeze(-1)) if ctx.backward_once else grad * z.unsqueeze(-1)
+        return grad_z, products.sum(dim=0), grad_bias, None, None
+
+
 def _self_connections(weight, first_row=0, group_size=None):
     """The view of a first predictor layer ``(groups, s, s*h)``, or of a group's rows from
     ``first_row`` on ``(rows, s*h)``, that holds the weights from each feature into its own
@@ -397,7 +423,13 @@ class ADMCritic(nn.Module):
         """Standardised probe outputs ``psi_j(z_j)`` for standardised ``z``, shape ``(n, d)``."""
         if not self.probes:
             return z_std
-        hidden = torch.addcmul(self.probe_in_bias, z_std.unsqueeze(-1), self.probe_in)
+        out = None
+        if self.backward_once:
+            shape = (*z_std.shape, self.probe_in.shape[1])
+            out = self.workspace.get("probe layer", z_std, shape)
+        hidden = _ScalarInputLayer.apply(
+            z_std, self.probe_in, self.probe_in_bias, out, self.backward_once
+        )
         return _standardize(self.probe(hidden, self.backward_once))
 
     def predictions(self, z_std):
