@@ -11,6 +11,7 @@ what the variables say afterwards.
 import ctypes
 import os
 import sys
+import threading
 from contextlib import contextmanager
 
 # glibc's mallopt parameters (malloc.h) and its default trim and mmap thresholds
@@ -30,21 +31,35 @@ def _mallopt():
         return None
 
 
+_lock = threading.Lock()
+#: fits running now inside :func:`training_allocations` (nested, or in several threads)
+_active = 0
+
+
 @contextmanager
 def training_allocations():
     """Raise glibc's trim and mmap thresholds for the duration of a fit where the
     environment fixed them (``MALLOC_TRIM_THRESHOLD_`` or ``MALLOC_MMAP_THRESHOLD_``, as
-    Dask's workers do); elsewhere, or with another allocator, do nothing."""
+    Dask's workers do); elsewhere, or with another allocator, do nothing. The thresholds are
+    put back when the last of the fits that raised them ends (they are process-wide)."""
+    global _active
     trim = os.environ.get("MALLOC_TRIM_THRESHOLD_")
     mmap = os.environ.get("MALLOC_MMAP_THRESHOLD_")
     mallopt = _mallopt() if trim is not None or mmap is not None else None
     if mallopt is None:
         yield
         return
-    mallopt(_M_TRIM_THRESHOLD, _TRAINING_THRESHOLD)
-    mallopt(_M_MMAP_THRESHOLD, _TRAINING_THRESHOLD)
+    with _lock:
+        if not _active:
+            mallopt(_M_TRIM_THRESHOLD, _TRAINING_THRESHOLD)
+            mallopt(_M_MMAP_THRESHOLD, _TRAINING_THRESHOLD)
+        _active += 1
     try:
         yield
     finally:
-        for parameter, value in ((_M_TRIM_THRESHOLD, trim), (_M_MMAP_THRESHOLD, mmap)):
-            mallopt(parameter, int(value) if value and value.isdigit() else _DEFAULT_THRESHOLD)
+        with _lock:
+            _active -= 1
+            if not _active:
+                for parameter, value in ((_M_TRIM_THRESHOLD, trim), (_M_MMAP_THRESHOLD, mmap)):
+                    default = _DEFAULT_THRESHOLD
+                    mallopt(parameter, int(value) if value and value.isdigit() else default)

@@ -31,3 +31,16 @@ def test_nothing_changes_where_the_environment_left_the_allocator_alone(monkeypa
     with _allocator.training_allocations():
         pass
     assert calls == []
+
+
+def test_overlapping_fits_keep_the_thresholds_raised_until_the_last_one_ends(monkeypatch):
+    """Fits that overlap (in threads, or one inside another) share the process's thresholds:
+    the first to end must not put them back while another still trains."""
+    calls = recorder(monkeypatch)
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")
+    with _allocator.training_allocations():
+        with _allocator.training_allocations():
+            pass
+        inside = list(calls)
+    assert len(inside) == 2  # raised once, not yet put back
+    assert len(calls) == 4 and calls[2] == (_allocator._M_TRIM_THRESHOLD, 65536)
