@@ -168,12 +168,7 @@ class _ScalarInputLayer(torch.autograd.Function):
     def forward(ctx, z, weight, bias, out, backward_once):
         ctx.backward_once = backward_once
         ctx.save_for_backward(z, weight)
-        inputs = z.unsqueeze(-1)
-        return (
-            torch.addcmul(bias, inputs, weight)
-            if out is None
-            else torch.addcmul(bias, inputs, weight, out=out)
-        )
+        return torch.addcmul(bias, z.unsqueeze(-1), weight, out=out)
 
     @staticmethod
     def backward(ctx, grad):
