@@ -160,13 +160,13 @@ class _ActivatedReadout(torch.autograd.Function):
 
 class _ScalarInputLayer(torch.autograd.Function):
     """The probes' first layer, ``bias + z[..., None] * weight``, ``(n, d) -> (n, d, h)``,
-    written into ``out`` when given (a tensor kept from the last training step). With
-    ``backward_once`` its backward pass forms the weight's gradient in the output's gradient
-    itself, which it then no longer needs, instead of in a fresh layer-sized tensor."""
+    written into ``out`` when given: a tensor kept from the last training step, whose backward
+    pass runs once and then forms the weight's gradient in the output's gradient itself, which
+    it no longer needs, instead of in a fresh layer-sized tensor."""
 
     @staticmethod
-    def forward(ctx, z, weight, bias, out, backward_once):
-        ctx.backward_once = backward_once
+    def forward(ctx, z, weight, bias, out):
+        ctx.backward_once = out is not None
         ctx.save_for_backward(z, weight)
         return torch.addcmul(bias, z.unsqueeze(-1), weight, out=out)
 
@@ -176,7 +176,7 @@ class _ScalarInputLayer(torch.autograd.Function):
         grad_z = (grad * weight).sum(dim=-1) if ctx.needs_input_grad[0] else None
         grad_bias = grad.sum(dim=0)
         products = grad.mul_(z.unsqueeze(-1)) if ctx.backward_once else grad * z.unsqueeze(-1)
-        return grad_z, products.sum(dim=0), grad_bias, None, None
+        return grad_z, products.sum(dim=0), grad_bias, None
 
 
 def _self_connections(weight, first_row=0, group_size=None):
@@ -422,9 +422,7 @@ class ADMCritic(nn.Module):
         if self.backward_once:
             shape = (*z_std.shape, self.probe_in.shape[1])
             out = self.workspace.get("probe layer", z_std, shape)
-        hidden = _ScalarInputLayer.apply(
-            z_std, self.probe_in, self.probe_in_bias, out, self.backward_once
-        )
+        hidden = _ScalarInputLayer.apply(z_std, self.probe_in, self.probe_in_bias, out)
         return _standardize(self.probe(hidden, self.backward_once))
 
     def predictions(self, z_std):
@@ -439,7 +437,7 @@ class ADMCritic(nn.Module):
             hidden = _full_first_layer(inputs, self.predictor_in, self.predictor_in_bias)
         else:  # the weights' gradient is left to the hook; the bias's flows as usual
             inputs = inputs.detach()
-            groups, size, width = self.predictor_in.shape
+            groups, _, width = self.predictor_in.shape
             hidden = _UpdateInBackward.apply(
                 inputs,
                 self.predictor_in.detach(),
