@@ -108,7 +108,8 @@ def _critic_step(d, device, looped):
             optimizer.step()
 
         return _timed_steps(step, device)
-    critic = ADMCritic(d).to(device)
+    with device:  # built where it trains: at d = 16384 its first layer alone is 34 GB
+        critic = ADMCritic(d)
     update = CriticUpdates(critic, CriticAdam(critic, 0.02, device), device)
     return _timed_steps(lambda: update(z), device)
 

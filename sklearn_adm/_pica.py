@@ -85,6 +85,8 @@ class _SubspaceAutoencoders(Autoencoders):
         self.restarts = self.restarts.to(X_train.device)
         # the angle each start's rotation last turned by along the contrast's gradient
         self.register_buffer("rotation_angle", first_angles(n_init, dtype, X_train.device))
+        # whether ``after_update`` left frame and rotation orthonormal (an average is not)
+        self.orthonormal = False
 
     @staticmethod
     def _starts(keep, d, n_init, dtype):
@@ -108,7 +110,8 @@ class _SubspaceAutoencoders(Autoencoders):
 
     def _moving_frame(self):
         """The orthonormal frame, with the preconditioned, subspace-changing gradient."""
-        frame = retract(self.frame)  # orthonormal after each update; nearly so in the average
+        # orthonormal after each update; nearly so in the average
+        frame = self.frame.detach() if self.orthonormal else retract(self.frame)
         if not torch.is_grad_enabled():
             return frame
         with torch.no_grad():  # inverse of the variance share of the frame's directions
@@ -121,7 +124,8 @@ class _SubspaceAutoencoders(Autoencoders):
         return frame + step - frame @ (frame.transpose(-1, -2) @ step)
 
     def encode(self, x):
-        weight = self._moving_frame() @ polar(self.rotation)  # an average is not orthonormal
+        rotation = self.rotation if self.orthonormal else polar(self.rotation)
+        weight = self._moving_frame() @ rotation
         return torch.einsum("nk,rkd->nrd", x, weight).flatten(start_dim=1)
 
     def reconstruction_error(self, x, z):
@@ -141,6 +145,7 @@ class _SubspaceAutoencoders(Autoencoders):
                     scores, self.rotation, self.rotation_angle
                 )
                 self.rotation.copy_(rotation)
+        self.orthonormal = True
 
     def finish(self):
         """FastICA on each start's final subspace: from the game's rotation and from
@@ -175,6 +180,10 @@ class _SubspaceAutoencoders(Autoencoders):
         """The codes before the rotation, ``x V``: they change only as the subspace does (the
         frame's gradient leaves turns inside it out), and ``finish`` solves the rotation again."""
         return torch.einsum("nk,rkd->nrd", x, retract(self.frame)).flatten(start_dim=1)
+
+    def load_state_dict(self, state_dict, *args, **kwargs):
+        self.orthonormal = False  # loaded weights (an average) need not be orthonormal
+        return super().load_state_dict(state_dict, *args, **kwargs)
 
     def keep_starts(self, starts):
         self.frame = nn.Parameter(self.frame.detach()[starts].clone())

@@ -214,3 +214,39 @@ def test_keyboard_interrupt_leaves_a_usable_model(monkeypatch):
         pica = PICA(n_components=2, random_state=0, max_iter=50).fit(X)
     assert pica.transform(X).shape == (1_000, 2)
     assert np.all(np.isfinite(pica.components_))
+
+
+def test_codes_project_weights_only_where_an_update_left_them_off_the_manifold():
+    """After an update the frame and rotation are orthonormal and used as they are; weights
+    loaded from elsewhere (the game's average) are projected first, as ``polar`` does."""
+    import torch
+
+    from sklearn_adm._pica import _SubspaceAutoencoders
+    from sklearn_adm._rotation import polar
+
+    X = torch.as_tensor(make_embedding_like(500, 12, random_state=0)[0])
+    autoencoder = _SubspaceAutoencoders(X, 3, 2, rotate=True)
+    x = autoencoder.prepare(X)
+
+    def projected_codes():
+        weight = polar(autoencoder.frame.detach()) @ polar(autoencoder.rotation)
+        return torch.einsum("nk,rkd->nrd", x, weight).flatten(start_dim=1)
+
+    with torch.no_grad():
+        autoencoder.frame.add_(0.05 * torch.randn_like(autoencoder.frame))
+    autoencoder.after_update()
+    frame = autoencoder.frame.detach()
+    identity = torch.eye(3, dtype=frame.dtype).expand(2, 3, 3)
+    torch.testing.assert_close(frame.transpose(-1, -2) @ frame, identity)
+    with torch.no_grad():
+        torch.testing.assert_close(autoencoder.encode(x), projected_codes())
+
+    state = {key: value.clone() for key, value in autoencoder.state_dict().items()}
+    state["frame"] *= 1.02  # an average of nearby frames is nearly, not exactly, orthonormal
+    state["rotation"] *= 0.98
+    autoencoder.load_state_dict(state)
+    with torch.no_grad():
+        codes = autoencoder.encode(x)
+        unprojected = torch.einsum("nk,rkd->nrd", x, state["frame"] @ state["rotation"])
+    torch.testing.assert_close(codes, projected_codes())
+    assert not torch.allclose(codes, unprojected.flatten(start_dim=1), atol=1e-3)
