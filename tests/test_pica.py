@@ -216,21 +216,28 @@ def test_keyboard_interrupt_leaves_a_usable_model(monkeypatch):
     assert np.all(np.isfinite(pica.components_))
 
 
-def test_codes_project_weights_only_where_an_update_left_them_off_the_manifold():
-    """After an update the frame and rotation are orthonormal and used as they are; weights
-    loaded from elsewhere (the game's average) are projected first, as ``polar`` does."""
+def test_codes_project_the_weights_only_when_no_update_left_them_orthonormal(monkeypatch):
+    """After an update the frame and rotation are orthonormal and used as they are (no
+    projection, which costs a host round trip on a GPU); weights loaded from elsewhere (the
+    game's average) are projected first."""
     import torch
 
-    from sklearn_adm._pica import _SubspaceAutoencoders
-    from sklearn_adm._rotation import polar
+    from sklearn_adm import _pica
+    from sklearn_adm._rotation import polar, retract
 
+    torch.manual_seed(0)
     X = torch.as_tensor(make_embedding_like(500, 12, random_state=0)[0])
-    autoencoder = _SubspaceAutoencoders(X, 3, 2, rotate=True)
+    autoencoder = _pica._SubspaceAutoencoders(X, 3, 2, rotate=True)
     x = autoencoder.prepare(X)
 
     def projected_codes():
         weight = polar(autoencoder.frame.detach()) @ polar(autoencoder.rotation)
         return torch.einsum("nk,rkd->nrd", x, weight).flatten(start_dim=1)
+
+    projections = []
+
+    def counted(function):
+        return lambda *args, **kwargs: projections.append(1) or function(*args, **kwargs)
 
     with torch.no_grad():
         autoencoder.frame.add_(0.05 * torch.randn_like(autoencoder.frame))
@@ -238,8 +245,12 @@ def test_codes_project_weights_only_where_an_update_left_them_off_the_manifold()
     frame = autoencoder.frame.detach()
     identity = torch.eye(3, dtype=frame.dtype).expand(2, 3, 3)
     torch.testing.assert_close(frame.transpose(-1, -2) @ frame, identity)
+    monkeypatch.setattr(_pica, "polar", counted(polar))
+    monkeypatch.setattr(_pica, "retract", counted(retract))
     with torch.no_grad():
-        torch.testing.assert_close(autoencoder.encode(x), projected_codes())
+        codes = autoencoder.encode(x)
+    assert not projections
+    torch.testing.assert_close(codes, projected_codes())
 
     state = {key: value.clone() for key, value in autoencoder.state_dict().items()}
     state["frame"] *= 1.02  # an average of nearby frames is nearly, not exactly, orthonormal
@@ -248,5 +259,6 @@ def test_codes_project_weights_only_where_an_update_left_them_off_the_manifold()
     with torch.no_grad():
         codes = autoencoder.encode(x)
         unprojected = torch.einsum("nk,rkd->nrd", x, state["frame"] @ state["rotation"])
+    assert projections
     torch.testing.assert_close(codes, projected_codes())
     assert not torch.allclose(codes, unprojected.flatten(start_dim=1), atol=1e-3)
