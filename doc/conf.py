@@ -21,7 +21,13 @@ extensions = [
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
-exclude_patterns = ["_build", "bench_table.md", "auto_examples/*.ipynb", "auto_examples/*.py", "**.codeobj.json"]
+exclude_patterns = [
+    "_build",
+    "bench_table.md",
+    "auto_examples/*.ipynb",
+    "auto_examples/*.py",
+    "**.codeobj.json",
+]
 templates_path = ["_templates"]
 
 # MyST: $...$ and $$...$$ math in the Markdown pages, and anchors for their headings.
