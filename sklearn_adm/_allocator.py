@@ -4,7 +4,7 @@ A training step allocates tensors of a few MiB and frees them at its end. glibc 
 freed top of its heap to the system once it exceeds the trim threshold, so the next step
 pays for fresh pages, zeroed by the kernel. By default glibc moves its thresholds with the
 sizes it has seen, which does not prevent this: a critic step at 32 features (512 rows) took
-860 page faults and 5.5 ms, against none and 3.9-4.5 ms with the thresholds raised.
+about 800 page faults and 5.1-6.7 ms, against none and 3.5-4.1 ms with the thresholds raised.
 Dask's nanny starts each worker with ``MALLOC_TRIM_THRESHOLD_=65536``, which also fixes the
 mmap threshold at 128 KiB: every tensor above it is then mapped and unmapped at each step (a
 small PICA fit was 1.7x slower in such a process).

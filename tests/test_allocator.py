@@ -60,7 +60,6 @@ _STEPS = textwrap.dedent(
     """
     import resource, torch
     from sklearn_adm import ADMCritic
-    from sklearn_adm._allocator import training_allocations
     from sklearn_adm._game import train_critic
 
     torch.manual_seed(0)
@@ -78,8 +77,8 @@ _STEPS = textwrap.dedent(
 @pytest.mark.skipif(_allocator._mallopt() is None, reason="glibc's allocator only")
 def test_a_training_step_faults_in_no_fresh_pages():
     """In a fresh process with glibc's own thresholds, a critic step at 32 features freed
-    its tensors to the system and faulted about 860 pages back in at every step (5.5 ms a
-    step against 3.9-4.5 ms without)."""
+    its tensors to the system and faulted about 800 pages back in at every step (5.1-6.7 ms
+    a step against 3.5-4.1 ms without)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
     run = subprocess.run(
         [sys.executable, "-c", _STEPS], env=env, capture_output=True, text=True, check=True
