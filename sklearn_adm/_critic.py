@@ -14,6 +14,8 @@ from functools import partial
 import torch
 from torch import nn
 
+from ._allocator import reuse_freed_pages
+
 __all__ = ["ADMCritic", "dependence_mse"]
 
 #: Variance added before dividing by a standard deviation. It only guards against division by
@@ -274,6 +276,12 @@ class ADMCritic(nn.Module):
     :math:`s^2 \le 1` lowers the error by at most :math:`s^2\,\mathrm{mCor}^2`, so shrinking the
     target can only hide dependence, never fake it. A constant feature has error 1.
 
+    Building a critic sets glibc's malloc thresholds (on Linux) to the highest values
+    glibc's own adjustment reaches, once per process and unless ``MALLOC_TRIM_THRESHOLD_``
+    or ``MALLOC_MMAP_THRESHOLD_`` is set: a training step then reuses the memory the last one
+    freed instead of faulting in fresh pages (at 256 features, in a plain Adam loop on a
+    2-core CPU, 31-33 ms a step against 39-41 ms).
+
     Examples
     --------
     >>> import torch
@@ -300,6 +308,7 @@ class ADMCritic(nn.Module):
                 "n_features must be a positive multiple of n_groups, got "
                 f"n_features={n_features!r}, n_groups={n_groups!r}."
             )
+        reuse_freed_pages()  # a training step then reuses the pages the last one freed
         d = self.n_features = int(n_features)
         self.n_groups = int(n_groups)
         group_size = d // self.n_groups
