@@ -14,7 +14,7 @@ environment variables say, or, where the environment left them alone, to the hig
 glibc's own adjustment reaches (its adjustment cannot be switched back on once a threshold
 has been set). Building an :class:`~sklearn_adm.ADMCritic` sets those values too, for loops
 that train a critic outside a fit: in a plain Adam loop at 256 features a step faulted in
-about 7,000 pages (39-41 ms against 31-33 ms).
+about 7,000 pages (46.7-52.2 ms against 33.0-35.0 ms, alternating runs).
 """
 
 import ctypes
@@ -65,7 +65,8 @@ def _threshold_after_training(parameter, fixed):
 _lock = threading.Lock()
 #: fits running now inside :func:`training_allocations` (nested, or in several threads)
 _active = 0
-#: whether glibc's thresholds are at the ceiling of its own adjustment, for good
+#: whether :func:`reuse_freed_pages` has nothing left to do: the thresholds are at the
+#: ceiling of glibc's own adjustment for good (or there is no glibc)
 _at_ceiling = False
 
 

@@ -131,6 +131,7 @@ def faults_per_step(script):
 def test_a_training_step_faults_in_no_fresh_pages():
     """With glibc's own thresholds, a critic step at 32 features in the game's loop faulted
     about 800 pages back in at every step (5.1-6.7 ms a step against 3.5-4.1 ms without),
-    and a step at 256 features in a plain Adam loop about 7,000 (39-41 ms against 31-33)."""
+    and a step at 256 features in a plain Adam loop about 7,000 (46.7-52.2 ms against
+    33.0-35.0)."""
     assert faults_per_step(_STEPS) < 50
     assert faults_per_step(_PLAIN_LOOP) < 1000  # 0 or about 200 now
