@@ -52,8 +52,8 @@ def _environment_fixed():
     return any(variable in os.environ for variable in _VARIABLES.values())
 
 
-def _threshold_after_training(parameter, fixed):
-    """The value ``parameter`` is put back to: its environment variable's, where the
+def _resting_threshold(parameter, fixed):
+    """The value ``parameter`` rests at outside fits: its environment variable's, where the
     environment fixed a threshold (an unset or unreadable one is glibc's default then), else
     glibc's dynamic ceiling."""
     if not fixed:
@@ -78,10 +78,19 @@ def reuse_freed_pages():
         if _at_ceiling or _active or _environment_fixed():
             return
         mallopt = _mallopt()
-        if mallopt is not None:
-            for parameter, value in _DYNAMIC_CEILING.items():
-                mallopt(parameter, value)
-        _at_ceiling = True
+        if mallopt is None:
+            _at_ceiling = True  # no glibc: nothing to do, ever
+        else:
+            _rest(mallopt)
+
+
+def _rest(mallopt):
+    """Put the thresholds at their values outside fits; called with ``_lock`` held."""
+    global _at_ceiling
+    fixed = _environment_fixed()
+    for parameter in (_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD):
+        mallopt(parameter, _resting_threshold(parameter, fixed))
+    _at_ceiling = not fixed
 
 
 @contextmanager
@@ -89,7 +98,7 @@ def training_allocations():
     """Raise glibc's trim and mmap thresholds for the duration of a fit, and put them back
     (see the module's docstring) when the last of the fits that raised them ends: they are
     process-wide. With another C library, do nothing."""
-    global _active, _at_ceiling
+    global _active
     mallopt = _mallopt()
     if mallopt is None:
         yield
@@ -105,7 +114,4 @@ def training_allocations():
         with _lock:
             _active -= 1
             if not _active:
-                fixed = _environment_fixed()
-                for parameter in (_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD):
-                    mallopt(parameter, _threshold_after_training(parameter, fixed))
-                _at_ceiling = not fixed
+                _rest(mallopt)
