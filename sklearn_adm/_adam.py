@@ -1,12 +1,20 @@
-"""Adam as the game runs it: the fused kernel where the device has one, and for the critic an
-update of its largest layer inside the backward pass."""
+"""The game's optimizers: Adam with the fused kernel where the device has one, and for the
+critic an update of its largest layer inside the backward pass.
 
+They hold their state as :class:`torch.optim.Optimizer` does, in the same ``state_dict``
+format, and step with :func:`torch.optim.adam.adam`, but are not ``torch.optim`` optimizers:
+the first call of any method of one imports ``torch._dynamo`` (for its compiler hooks), which
+took 1.2-1.5 s on a 2-core CPU and 4.2 s on a GPU machine's cold disk. A first PICA fit on
+the paper's example took 4.3-4.6 s with them, 3.0-3.1 s without (2-core CPU).
+"""
+
+from collections import defaultdict
 from contextlib import contextmanager
 
 import torch
 from torch.optim.adam import adam
 
-__all__ = ["CriticAdam", "adam_kernel", "make_adam"]
+__all__ = ["Adam", "CriticAdam", "GameOptimizer", "adam_kernel", "make_adam"]
 
 #: A first predictor layer larger than this is updated in the backward pass, this many bytes of
 #: it at a time (at d = 2048 features and 32 hidden units the layer holds 512 MiB).
@@ -22,10 +30,138 @@ def adam_kernel(device):
 
 def make_adam(parameters, learning_rate, device):
     """Adam on ``parameters`` with the kernel options of :func:`adam_kernel`."""
-    return torch.optim.Adam(parameters, lr=learning_rate, **adam_kernel(device))
+    return Adam(parameters, learning_rate, **adam_kernel(device))
 
 
-class CriticAdam(torch.optim.Adam):
+class GameOptimizer:
+    """What the game uses of :class:`torch.optim.Optimizer`: one group of parameters with its
+    hyperparameters (``param_groups``), a state per parameter (``state``), ``zero_grad`` and a
+    ``state_dict`` in torch's format (state keyed by the parameters' positions), which
+    ``load_state_dict`` reads back onto the parameters' devices. Subclasses write ``step``."""
+
+    def __init__(self, params, defaults):
+        self.defaults = dict(defaults)
+        self.state = defaultdict(dict)
+        self.param_groups = [{**self.defaults, "params": list(params)}]
+        if not self.param_groups[0]["params"]:
+            raise ValueError("optimizer got an empty parameter list")
+
+    def _parameters(self):
+        return [p for group in self.param_groups for p in group["params"]]
+
+    def zero_grad(self, set_to_none=True):
+        for p in self._parameters():
+            if p.grad is None:
+                continue
+            if set_to_none:
+                p.grad = None
+            else:
+                p.grad.detach_().zero_()
+
+    def state_dict(self):
+        position = {id(p): i for i, p in enumerate(self._parameters())}
+        groups = []
+        for group in self.param_groups:
+            groups.append({key: value for key, value in group.items() if key != "params"})
+            groups[-1]["params"] = [position[id(p)] for p in group["params"]]
+        state = {position[id(p)]: dict(values) for p, values in self.state.items()}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        groups = state_dict["param_groups"]
+        if len(groups) != len(self.param_groups) or any(
+            len(saved["params"]) != len(group["params"])
+            for saved, group in zip(groups, self.param_groups, strict=True)
+        ):
+            raise ValueError("the state_dict holds other parameter groups than the optimizer.")
+        parameters = self._parameters()
+        self.state = defaultdict(dict)
+        for saved, group in zip(groups, self.param_groups, strict=True):
+            group.update({key: value for key, value in saved.items() if key != "params"})
+        for index, values in state_dict["state"].items():
+            p = parameters[int(index)]
+            self.state[p] = {name: self._placed(name, value, p) for name, value in values.items()}
+
+    def _placed(self, name, value, p):
+        """A state value moved to where ``step`` expects it: with ``p`` (in its dtype, except
+        for step counts), a step count on the CPU unless the kernel keeps it on the device."""
+        if not torch.is_tensor(value):
+            return value
+        if name != "step":
+            return value.to(dtype=p.dtype, device=p.device)
+        group = self.param_groups[0]
+        on_device = group.get("fused") or group.get("capturable")
+        return value.to(device=p.device if on_device else "cpu")
+
+
+class Adam(GameOptimizer):
+    """Adam (Kingma and Ba), as :class:`torch.optim.Adam` with its default hyperparameters
+    steps it, through the same functional kernel: ``fused`` where the device has one,
+    ``capturable`` to keep the step count on the GPU so that a CUDA graph can replay it."""
+
+    def __init__(self, params, lr, *, fused=False, capturable=False):
+        defaults = {
+            "lr": lr,
+            "betas": (0.9, 0.999),
+            "eps": 1e-8,
+            "weight_decay": 0.0,
+            "foreach": None,
+            "fused": fused,
+            "capturable": capturable,
+        }
+        super().__init__(params, defaults)
+
+    def _parameter_state(self, p):
+        """``p``'s moments and step count, made as torch's Adam makes them on first use."""
+        state = self.state[p]
+        if not state:
+            group = self.param_groups[0]
+            on_device = group["fused"] or group["capturable"]
+            state["step"] = torch.zeros((), device=p.device if on_device else "cpu")
+            state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+            state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+        return state
+
+    @torch.no_grad()
+    def step(self):
+        group = self.param_groups[0]
+        params = [p for p in group["params"] if p.grad is not None]
+        if not params:
+            return
+        states = [self._parameter_state(p) for p in params]
+        self._adam(
+            params,
+            [p.grad for p in params],
+            [state["exp_avg"] for state in states],
+            [state["exp_avg_sq"] for state in states],
+            [state["step"] for state in states],
+        )
+
+    def _adam(self, params, grads, exp_avgs, exp_avg_sqs, steps):
+        """One Adam update of ``params``; the functional kernel counts the ``steps``."""
+        group = self.param_groups[0]
+        beta1, beta2 = group["betas"]
+        adam(
+            params,
+            grads,
+            exp_avgs,
+            exp_avg_sqs,
+            [],
+            steps,
+            foreach=group["foreach"],
+            fused=group["fused"],
+            capturable=group["capturable"],
+            amsgrad=False,
+            beta1=beta1,
+            beta2=beta2,
+            lr=group["lr"],
+            weight_decay=group["weight_decay"],
+            eps=group["eps"],
+            maximize=False,
+        )
+
+
+class CriticAdam(Adam):
     """Adam for an :class:`~sklearn_adm.ADMCritic` that never forms its largest gradient.
 
     The predictors' first layer holds ``d * d * h`` weights. Where it is larger than
@@ -38,11 +174,8 @@ class CriticAdam(torch.optim.Adam):
     """
 
     def __init__(self, critic, learning_rate, device):
-        super().__init__(critic.parameters(), lr=learning_rate, **adam_kernel(device))
+        super().__init__(critic.parameters(), learning_rate, **adam_kernel(device))
         self.critic = critic
-
-    def __getstate__(self):  # Optimizer pickles its state and parameters, not its attributes
-        return {**super().__getstate__(), "critic": self.critic}
 
     @contextmanager
     def updating_in_backward(self):
@@ -65,16 +198,9 @@ class CriticAdam(torch.optim.Adam):
         """Called in the backward pass with the first predictor layer's input and its output's
         gradient: Adam updates the layer's weights, a block of rows at a time."""
         layer = self.critic.predictor_in
-        group = self.param_groups[0]  # the only one: all the critic's parameters
-        state = self.state[layer]
-        if not state:  # as Adam initialises it
-            on_device = group["fused"] or group["capturable"]
-            state["step"] = torch.zeros((), device=layer.device if on_device else "cpu")
-            state["exp_avg"] = torch.zeros_like(layer)
-            state["exp_avg_sq"] = torch.zeros_like(layer)
+        state = self._parameter_state(layer)
         groups, size, width = layer.shape
         rows = max(1, _BLOCK_BYTES // (width * layer.element_size()))
-        beta1, beta2 = group["betas"]
         # one buffer for every block's gradient, kept from step to step: a fresh one per
         # block would be paged in anew
         buffer = self.critic.workspace.get("layer gradient", layer, (min(rows, size), width))
@@ -82,22 +208,11 @@ class CriticAdam(torch.optim.Adam):
             for start in range(0, size, rows):
                 block = slice(start, min(start + rows, size))
                 grad = buffer[: block.stop - block.start]
-                adam(
+                self._adam(
                     [layer[index, block]],
                     [self.critic.input_layer_gradient(inputs, grad_hidden, index, block, grad)],
                     [state["exp_avg"][index, block]],
                     [state["exp_avg_sq"][index, block]],
-                    [],
                     [state["step"].clone()],  # Adam counts this block's step: one more
-                    foreach=group["foreach"],
-                    fused=group["fused"],
-                    capturable=group["capturable"],
-                    amsgrad=False,
-                    beta1=beta1,
-                    beta2=beta2,
-                    lr=group["lr"],
-                    weight_decay=group["weight_decay"],
-                    eps=group["eps"],
-                    maximize=False,
                 )
         state["step"] += 1

@@ -1,7 +1,5 @@
 """NonlinearPICA: the ADM game on an MLP autoencoder (NLPICA, paper App. B.2)."""
 
-import warnings
-
 import numpy as np
 import torch
 from scipy.special import erf
@@ -79,13 +77,12 @@ class _MLPAutoencoders(Autoencoders):
         0.15 against about 0.05 for starts whose components each follow one factor.
         """
         n, k = len(z), self.n_components
-        # All k columns in one forward-mode pass: copy i of the rows moves along component i
-        # in every start.
+        # All k columns in one Jacobian-vector product: copy i of the rows moves along
+        # component i in every start. (Autograd's, by double backward: torch.func's forward
+        # mode imports torch._dynamo, over a second on a first fit.)
         directions = torch.eye(k, dtype=z.dtype, device=z.device).repeat_interleave(n, dim=0)
         directions = directions.repeat(1, self.n_init)
-        with warnings.catch_warnings():  # torch's forward-mode AD loads jit-scripted rules
-            warnings.filterwarnings("ignore", "`torch.jit.script`", DeprecationWarning)
-            columns = torch.func.jvp(self._decode, (z.repeat(k, 1),), (directions,))[1]
+        columns = torch.autograd.functional.jvp(self._decode, z.repeat(k, 1), directions)[1]
         # (n_init, k * n, n_features) -> (n_init, n, n_features, k)
         jacobian = columns.unflatten(1, (k, n)).permute(0, 2, 3, 1)
         gram = jacobian.transpose(-1, -2) @ jacobian

@@ -10,6 +10,8 @@ import math
 
 import torch
 
+from ._adam import GameOptimizer
+
 
 def polar(W):
     """The orthonormal factor of ``W`` (batched over leading axes): ``W (W^T W)^(-1/2)``,
@@ -169,7 +171,7 @@ def negentropy_rotation(Y, R, *, explore=0, max_iter=200, tol=1e-6):
     return R
 
 
-class NormalisedMomentum(torch.optim.Optimizer):
+class NormalisedMomentum(GameOptimizer):
     """SGD with momentum, each step divided by the running root-mean-square of the gradient
     of the whole tensor (Adam with one second moment per tensor, not per entry).
 
@@ -183,7 +185,7 @@ class NormalisedMomentum(torch.optim.Optimizer):
         super().__init__(params, {"lr": lr, "betas": betas})
 
     @torch.no_grad()
-    def step(self, closure=None):
+    def step(self):
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             for p in group["params"]:
