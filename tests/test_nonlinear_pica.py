@@ -139,7 +139,7 @@ def test_starts_kept_after_narrowing_play_on_as_they_would_have(monkeypatch):
         torch.testing.assert_close(small, full[keep], rtol=1e-4, atol=1e-5)
     critics = [game.critic for game in games]
     assert critics[0].n_groups == 2
-    z = torch.randn(256, 8)
+    z = torch.randn(256, 8, device=narrowed.device_)  # CUDA where the fits ran there
     columns = [2 * start + i for start in keep for i in range(2)]
     torch.testing.assert_close(
         critics[0](z[:, columns]), critics[1](z)[columns], rtol=1e-4, atol=1e-5
