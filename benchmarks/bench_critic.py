@@ -103,7 +103,7 @@ def _critic_step(d, device, looped):
         optimizer = make_adam(critic.parameters(), 0.02, device)
 
         def step():
-            optimizer.zero_grad(set_to_none=True)
+            optimizer.zero_grad()
             critic(z).mean().backward()
             optimizer.step()
 

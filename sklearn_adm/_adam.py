@@ -49,14 +49,10 @@ class GameOptimizer:
     def _parameters(self):
         return [p for group in self.param_groups for p in group["params"]]
 
-    def zero_grad(self, set_to_none=True):
+    def zero_grad(self):
+        """Drop the gradients (torch's ``zero_grad(set_to_none=True)``)."""
         for p in self._parameters():
-            if p.grad is None:
-                continue
-            if set_to_none:
-                p.grad = None
-            else:
-                p.grad.detach_().zero_()
+            p.grad = None
 
     def state_dict(self):
         position = {id(p): i for i, p in enumerate(self._parameters())}

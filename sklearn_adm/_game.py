@@ -161,7 +161,7 @@ class CriticUpdates:
             torch.cuda.current_stream().wait_stream(stream)
         else:
             self.batch, self.graph = batch.clone(), torch.cuda.CUDAGraph()
-            self.optimizer.zero_grad(set_to_none=True)
+            self.optimizer.zero_grad()
             with torch.cuda.graph(self.graph):
                 critic_step(self.critic, self.optimizer, self.batch)
             self.graph.replay()  # capture records the step without running it
@@ -171,7 +171,7 @@ class CriticUpdates:
 def critic_step(critic, optimizer, z):
     """One update of the dependence branch on detached representations (Alg. 1, inner loop);
     ``optimizer`` is the critic's :class:`~sklearn_adm._adam.CriticAdam`."""
-    optimizer.zero_grad(set_to_none=True)
+    optimizer.zero_grad()
     with optimizer.updating_in_backward():
         # each group's mean error, summed: a group trains as it would alone, however many
         # groups (starts) share the critic

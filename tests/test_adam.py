@@ -20,7 +20,7 @@ def _model():
 
 def _train(model, optimizer, batches):
     for x in batches:
-        optimizer.zero_grad(set_to_none=True)
+        optimizer.zero_grad()
         model(x).square().mean().backward()
         optimizer.step()
 
