@@ -78,16 +78,20 @@ class GameOptimizer:
             p = parameters[int(index)]
             self.state[p] = {name: self._placed(name, value, p) for name, value in values.items()}
 
+    def _step_device(self, p):
+        """Where ``p``'s step count lives: with ``p`` where the kernel keeps it on the device
+        (fused or capturable), else on the CPU, as torch's Adam keeps it."""
+        group = self.param_groups[0]
+        return p.device if group.get("fused") or group.get("capturable") else "cpu"
+
     def _placed(self, name, value, p):
-        """A state value moved to where ``step`` expects it: with ``p`` (in its dtype, except
-        for step counts), a step count on the CPU unless the kernel keeps it on the device."""
+        """A state value moved to where ``step`` expects it: with ``p`` (in its dtype), a step
+        count where :meth:`_step_device` says."""
         if not torch.is_tensor(value):
             return value
         if name != "step":
             return value.to(dtype=p.dtype, device=p.device)
-        group = self.param_groups[0]
-        on_device = group.get("fused") or group.get("capturable")
-        return value.to(device=p.device if on_device else "cpu")
+        return value.to(device=self._step_device(p))
 
 
 class Adam(GameOptimizer):
@@ -111,9 +115,7 @@ class Adam(GameOptimizer):
         """``p``'s moments and step count, made as torch's Adam makes them on first use."""
         state = self.state[p]
         if not state:
-            group = self.param_groups[0]
-            on_device = group["fused"] or group["capturable"]
-            state["step"] = torch.zeros((), device=p.device if on_device else "cpu")
+            state["step"] = torch.zeros((), device=self._step_device(p))
             state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
             state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
         return state
