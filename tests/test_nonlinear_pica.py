@@ -9,7 +9,7 @@ import torch
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_adm import NonlinearPICA
-from sklearn_adm._nonlinear import _MLPAutoencoders
+from sklearn_adm._nonlinear import _ACTIVATIONS, _BatchedMLP, _MLPAutoencoders, _Tanh
 from sklearn_adm.datasets import make_nonlinear_mixture
 
 
@@ -72,6 +72,28 @@ def test_decoder_contrast_measures_how_far_from_orthogonal_the_columns_are():
         contrast = autoencoders.selection_penalty(torch.randn(50, 6)).numpy()
     np.testing.assert_allclose(contrast[:2], [0.0, -np.log(np.sin(angle))], atol=1e-6)
     assert contrast[2] == np.inf
+
+
+@pytest.mark.parametrize("activation", sorted(_ACTIVATIONS))
+def test_forward_mode_jacobian_is_autograds(activation):
+    torch.manual_seed(0)
+    mlp = _BatchedMLP(2, (3, 5, 4, 6), activation).double()
+    h = torch.randn(2, 7, 3, dtype=torch.float64)
+    with torch.no_grad():
+        rows = mlp.jacobian(h)  # (starts, n, in, out)
+    expected = torch.autograd.functional.jacobian(lambda x: mlp(x).sum(dim=1), h)
+    # expected[s, o, t, n, i]: the rows summed over, each depends on its own input alone; t = s
+    expected = torch.diagonal(expected, dim1=0, dim2=2).permute(3, 1, 2, 0)
+    np.testing.assert_allclose(rows.numpy(), expected.numpy(), atol=1e-12)
+
+
+def test_tanh_from_sigmoid_is_tanh_with_tanhs_derivatives():
+    x = torch.linspace(-20, 20, 4001, dtype=torch.float64, requires_grad=True)
+    np.testing.assert_allclose(_Tanh.apply(x).detach(), torch.tanh(x).detach(), atol=1e-15)
+    assert torch.autograd.gradcheck(_Tanh.apply, x[::100].detach().clone().requires_grad_())
+    assert torch.autograd.gradgradcheck(_Tanh.apply, x[::100].detach().clone().requires_grad_())
+    x32 = torch.randn(10_000)  # float32: within a few units in the last place of 1
+    assert (_Tanh.apply(x32) - torch.tanh(x32)).abs().max() < 5e-7
 
 
 def test_fitted_state_is_numpy_and_pickles(adm_and_plain):
