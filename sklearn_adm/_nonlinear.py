@@ -76,30 +76,32 @@ class _BatchedMLP(nn.Module):
             for i, parameter in enumerate(parameters):
                 parameters[i] = nn.Parameter(parameter[starts].clone())
 
-    def forward(self, h):
+    def _layers(self, h):
+        """Each layer in turn: its weight, pre-activation and output (activated, but for the
+        last layer's)."""
         last = len(self.weights) - 1
         for i, (weight, bias) in enumerate(zip(self.weights, self.biases, strict=True)):
-            h = torch.baddbmm(bias.unsqueeze(1), h, weight)
-            if i < last:
-                h = self.activation.function(h)
-        return h
+            pre = torch.baddbmm(bias.unsqueeze(1), h, weight)
+            h = self.activation.function(pre) if i < last else pre
+            yield weight, pre, h
+
+    def forward(self, h):
+        *_, (_, _, output) = self._layers(h)  # the last layer's
+        return output
 
     def jacobian(self, h):
         """Each start's Jacobian at each row, ``(n_init, n, in, out)``: row ``i`` is the
         derivative of the outputs along input ``i``, carried forward layer by layer (the
         chain rule in forward mode, all inputs at once)."""
         n_init, n, n_inputs = h.shape
-        last = len(self.weights) - 1
         rows = None
-        for i, (weight, bias) in enumerate(zip(self.weights, self.biases, strict=True)):
-            pre = torch.baddbmm(bias.unsqueeze(1), h, weight)
+        for weight, pre, out in self._layers(h):
             if rows is None:  # the first layer's Jacobian is its weight, at every row
                 rows = weight.unsqueeze(1).expand(n_init, n, *weight.shape[1:])
             else:
                 rows = torch.bmm(rows.flatten(1, 2), weight).view(n_init, n, n_inputs, -1)
-            if i < last:
-                h = self.activation.function(pre)
-                rows = rows * self.activation.slope(pre, h).unsqueeze(2)
+            if out is not pre:  # an activated layer
+                rows = rows * self.activation.slope(pre, out).unsqueeze(2)
         return rows
 
 
