@@ -164,11 +164,11 @@ class CriticAdam(Adam):
 
     The predictors' first layer holds ``d * d * h`` weights. Where it is larger than
     ``_BLOCK_BYTES``, the backward pass run inside :meth:`updating_in_backward` does not let
-    autograd form the layer's gradient: the gradient of each block of rows (input features) is
-    computed from the layer's input and its output's gradient, and Adam updates that block at
-    once. At ``d = 2048`` a step then holds 512 MiB less and writes no fresh pages for the
-    gradient. The update is Adam's to rounding, and the layer's moments are kept where Adam keeps
-    them, so :meth:`state_dict` and :meth:`load_state_dict` work unchanged.
+    autograd form the layer's gradient: the gradient of each block of rows (the units of some
+    predictors) is computed from the layer's input and its output's gradient, and Adam updates
+    that block at once. At ``d = 2048`` a step then holds 512 MiB less and writes no fresh
+    pages for the gradient. The update is Adam's to rounding, and the layer's moments are kept
+    where Adam keeps them, so :meth:`state_dict` and :meth:`load_state_dict` work unchanged.
     """
 
     def __init__(self, critic, learning_rate, device):
@@ -197,20 +197,24 @@ class CriticAdam(Adam):
         gradient: Adam updates the layer's weights, a block of rows at a time."""
         layer = self.critic.predictor_in
         state = self._parameter_state(layer)
-        groups, size, width = layer.shape
-        rows = max(1, _BLOCK_BYTES // (width * layer.element_size()))
+        groups, units, size = layer.shape
+        width = units // size  # each predictor's h units are a block of h rows
+        # a block holds the units of whole predictors
+        predictors = max(1, _BLOCK_BYTES // (width * size * layer.element_size()))
+        predictors = min(predictors, size)
         # one buffer for every block's gradient, kept from step to step: a fresh one per
         # block would be paged in anew
-        buffer = self.critic.workspace.get("layer gradient", layer, (min(rows, size), width))
+        buffer = self.critic.workspace.get("layer gradient", layer, (predictors * width, size))
         for index in range(groups):
-            for start in range(0, size, rows):
-                block = slice(start, min(start + rows, size))
-                grad = buffer[: block.stop - block.start]
+            for start in range(0, size, predictors):
+                features = slice(start, min(start + predictors, size))
+                rows = slice(features.start * width, features.stop * width)
+                grad = buffer[: rows.stop - rows.start]
                 self._adam(
-                    [layer[index, block]],
-                    [self.critic.input_layer_gradient(inputs, grad_hidden, index, block, grad)],
-                    [state["exp_avg"][index, block]],
-                    [state["exp_avg_sq"][index, block]],
+                    [layer[index, rows]],
+                    [self.critic.input_layer_gradient(inputs, grad_hidden, index, features, grad)],
+                    [state["exp_avg"][index, rows]],
+                    [state["exp_avg_sq"][index, rows]],
                     [state["step"].clone()],  # Adam counts this block's step: one more
                 )
         state["step"] += 1

@@ -178,11 +178,11 @@ def test_a_seed_gives_the_same_first_layer_whatever_the_grouping():
     """The grouped first layer is the dense one's diagonal blocks, each scaled to its fan-in:
     grouping the features (several starts in one critic) does not change what a seed draws."""
     torch.manual_seed(0)
-    dense = ADMCritic(6).predictor_in.detach()[0]  # (6, 6 * 32), fan-in 5
+    dense = ADMCritic(6).predictor_in.detach()[0]  # (6 * 32, 6), fan-in 5
     torch.manual_seed(0)
-    grouped = ADMCritic(6, n_groups=3).predictor_in.detach()  # (3, 2, 2 * 32), fan-in 1
+    grouped = ADMCritic(6, n_groups=3).predictor_in.detach()  # (3, 2 * 32, 2), fan-in 1
     for g in range(3):
-        block = dense[2 * g : 2 * g + 2, 64 * g : 64 * g + 64]
+        block = dense[64 * g : 64 * g + 64, 2 * g : 2 * g + 2]
         torch.testing.assert_close(grouped[g], block * 5**0.5)
 
 
@@ -245,7 +245,7 @@ def test_training_step_updates_as_adam_updates(monkeypatch, n_groups, blocked):
     from sklearn_adm._critic import _self_connections
     from sklearn_adm._game import critic_step
 
-    if blocked:  # blocks of 3 rows, 2 per group
+    if blocked:  # blocks of the units of 3 predictors, 2 per group
         monkeypatch.setattr(_adam, "_BLOCK_BYTES", 3 * 6 * 8 * 8)
     # float64: the probes' output bias has no gradient but rounding, which Adam would magnify
     batches = torch.randn(4, 64, 12, generator=torch.Generator().manual_seed(0)).double()
