@@ -147,7 +147,28 @@ class _MLPAutoencoders(Autoencoders):
         self.n_init = len(starts)
 
     def reconstruction_error(self, x, z):
-        return (x - self._decode(z)).square().mean(dim=(1, 2))
+        return _SquaredError.apply(self._decode(z), x)
+
+
+class _SquaredError(torch.autograd.Function):
+    """Each start's mean squared error, ``(n_init, n, p), (n, p) -> (n_init,)``, from the
+    residual formed once and kept for the backward pass: three passes over the
+    reconstruction's size where autograd's difference, square and mean made about eight
+    (four starts of 512 rows of 384 features: 1.0 against 3.3 ms forward and backward)."""
+
+    @staticmethod
+    def forward(ctx, reconstruction, x):
+        residual = reconstruction - x
+        ctx.save_for_backward(residual)
+        flat = residual.flatten(start_dim=1)
+        return torch.linalg.vecdot(flat, flat) / flat.shape[1]
+
+    @staticmethod
+    def backward(ctx, grad):
+        (residual,) = ctx.saved_tensors
+        grad_reconstruction = residual * (2.0 * grad / residual[0].numel())[:, None, None]
+        grad_x = -grad_reconstruction.sum(dim=0) if ctx.needs_input_grad[1] else None
+        return grad_reconstruction, grad_x
 
 
 def _numpy_mlp(h, weights, biases, activation):

@@ -9,7 +9,7 @@ import torch
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_adm import NonlinearPICA
-from sklearn_adm._nonlinear import _ACTIVATIONS, _BatchedMLP, _MLPAutoencoders, _Tanh
+from sklearn_adm._nonlinear import _ACTIVATIONS, _BatchedMLP, _MLPAutoencoders, _SquaredError, _Tanh
 from sklearn_adm.datasets import make_nonlinear_mixture
 
 
@@ -94,6 +94,16 @@ def test_tanh_from_sigmoid_is_tanh_with_tanhs_derivatives():
     assert torch.autograd.gradgradcheck(_Tanh.apply, x[::100].detach().clone().requires_grad_())
     x32 = torch.randn(10_000)  # float32: within a few units in the last place of 1
     assert (_Tanh.apply(x32) - torch.tanh(x32)).abs().max() < 5e-7
+
+
+def test_squared_error_is_each_starts_mean_squared_error_with_its_gradients():
+    generator = torch.Generator().manual_seed(0)
+    reconstruction = torch.randn(3, 7, 5, dtype=torch.float64, generator=generator)
+    x = torch.randn(7, 5, dtype=torch.float64, generator=generator)
+    expected = ((reconstruction - x) ** 2).mean(dim=(1, 2))
+    torch.testing.assert_close(_SquaredError.apply(reconstruction, x), expected)
+    inputs = (reconstruction.requires_grad_(), x.requires_grad_())
+    assert torch.autograd.gradcheck(_SquaredError.apply, inputs)
 
 
 def test_fitted_state_is_numpy_and_pickles(adm_and_plain):
