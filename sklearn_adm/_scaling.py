@@ -7,6 +7,9 @@ input: ``fit(X)`` and ``fit(1000 * X)`` play the same game.
 import numpy as np
 import torch
 
+#: share of the mean variance that per-feature scaling adds to each feature's variance
+_VARIANCE_FLOOR = 0.1
+
 
 def fit_scaling(X, per_feature):
     """Return ``(mean, scale)`` that map ``X`` to ``(X - mean) / scale``.
@@ -14,14 +17,22 @@ def fit_scaling(X, per_feature):
     With ``per_feature=False`` the scale is one number, the root mean variance of the features,
     so the geometry (which directions carry most variance) is kept, as PCA needs; the scaled
     data has unit mean variance and a squared error per entry reads as a fraction of variance.
-    With ``per_feature=True`` every feature gets unit variance. A scale of zero (constant data)
-    is replaced by 1.
+    With ``per_feature=True`` feature ``j`` is divided by
+    ``sqrt((var_j + 0.1 * mean_var) / 1.1)``: features of equal variance get unit variance,
+    as with plain standardisation, but one that barely varies on these rows is not blown up.
+    Plain standardisation turned a digits pixel inked in 1 of 1,797 images into a spike of
+    about 40 standard deviations, and held-out rows that inked such pixels dominated the
+    held-out error. The floor is relative, so ``X`` and ``1000 * X`` scale alike. A scale of
+    zero (constant data) is replaced by 1.
     """
     mean = X.mean(axis=0)
     variance = X.var(axis=0)
-    scale = np.sqrt(variance) if per_feature else np.sqrt(variance.mean())
-    scale = np.where(scale > 0, scale, 1.0) if per_feature else (scale if scale > 0 else 1.0)
-    return mean, scale
+    if not per_feature:
+        scale = np.sqrt(variance.mean())
+        return mean, (scale if scale > 0 else 1.0)
+    floored = (variance + _VARIANCE_FLOOR * variance.mean()) / (1.0 + _VARIANCE_FLOOR)
+    scale = np.sqrt(floored)
+    return mean, np.where(scale > 0, scale, 1.0)
 
 
 def principal_axes(X):

@@ -106,6 +106,21 @@ def test_squared_error_is_each_starts_mean_squared_error_with_its_gradients():
     assert torch.autograd.gradcheck(_SquaredError.apply, inputs)
 
 
+def test_per_feature_scaling_keeps_equal_variances_and_floors_a_feature_that_barely_varies():
+    from sklearn_adm._scaling import fit_scaling
+
+    rng = np.random.default_rng(0)
+    X = 3.0 * rng.standard_normal((2000, 3))
+    _, scale = fit_scaling(X, per_feature=True)
+    np.testing.assert_allclose(scale, X.std(axis=0), rtol=0.05)  # equal variances: unit
+    rare = np.c_[X, np.zeros(2000)]
+    rare[0, 3] = 1.0  # one row of 2,000 uses the last feature
+    mean, scale = fit_scaling(rare, per_feature=True)
+    spike = (rare[0, 3] - mean[3]) / scale[3]
+    assert 0.5 < spike < 2.0  # plain standardisation: 44.7
+    np.testing.assert_allclose(fit_scaling(1000 * rare, per_feature=True)[1], 1000 * scale)
+
+
 def test_fitted_state_is_numpy_and_pickles(adm_and_plain):
     adm, _ = adm_and_plain
     X, _ = make_nonlinear_mixture(100, random_state=1)
