@@ -458,12 +458,12 @@ class ADMCritic(nn.Module):
         projection mapped to every predictor's units, less each feature's own path."""
         n, projection, mixing = len(z_std), self.predictor_projection, self.predictor_mixing
         groups, size, rank = projection.shape
-        z_std = z_std.T.contiguous()  # (d, n)
-        shared = torch.bmm(projection.mT, z_std.view(groups, size, n))  # (groups, rank, n)
+        features = z_std.T.contiguous()  # (d, n), rows last
+        shared = torch.bmm(projection.mT, features.view(groups, size, n))  # (groups, rank, n)
         hidden = torch.bmm(mixing.mT, shared).view(self.n_features, -1, n)
         own = torch.einsum("gsr,grsh->gsh", projection, mixing.view(groups, rank, size, -1))
         own = own.reshape(self.n_features, -1, 1)
-        return torch.addcmul(hidden, z_std.unsqueeze(1), own, value=-1)
+        return torch.addcmul(hidden, features.unsqueeze(1), own, value=-1)
 
     def input_layer_gradient(self, inputs, grad_hidden, group, features, out):
         """Gradient of the units of the predictors ``features`` (a slice of ``m``) of group

@@ -158,15 +158,16 @@ class _SquaredError(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, reconstruction, x):
-        residual = reconstruction - x
+        residual = (reconstruction - x).flatten(start_dim=1)  # (n_init, n * p)
         ctx.save_for_backward(residual)
-        flat = residual.flatten(start_dim=1)
-        return torch.linalg.vecdot(flat, flat) / flat.shape[1]
+        ctx.shape = reconstruction.shape
+        return torch.linalg.vecdot(residual, residual) / residual.shape[1]
 
     @staticmethod
     def backward(ctx, grad):
         (residual,) = ctx.saved_tensors
-        grad_reconstruction = residual * (2.0 * grad / residual[0].numel())[:, None, None]
+        grad_reconstruction = residual * (2.0 * grad / residual.shape[1]).unsqueeze(1)
+        grad_reconstruction = grad_reconstruction.view(ctx.shape)
         grad_x = -grad_reconstruction.sum(dim=0) if ctx.needs_input_grad[1] else None
         return grad_reconstruction, grad_x
 
