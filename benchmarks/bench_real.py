@@ -1,13 +1,15 @@
 """PICA on real data: the variance-independence frontier next to PCA, FastICA and Picard.
 
-Usage: python benchmarks/bench_real.py [--data docstrings|digits|synthetic] [--n-components 32]
-                                      [--weights 0.1 0.3 1] [--nonlinear 8] [--device cuda]
+Usage: python benchmarks/bench_real.py [--data docstrings|stdlib|digits|synthetic]
+                                      [--n-components 32] [--weights 0.1 0.3 1]
+                                      [--nonlinear 8] [--device cuda]
                                       [--n-samples 100000 --n-features 768]
 
-Data: ``docstrings`` are MiniLM sentence embeddings of numpy/scipy/scikit-learn docstrings
-(make them first with ``benchmarks/make_embeddings.py``); ``digits`` is scikit-learn's bundled
-set; ``synthetic`` is :func:`sklearn_adm.datasets.make_embedding_like` (clustered,
-heavy-tailed, unit-norm rows) of any size, for timings at scale. Every method is fitted on
+Data: ``docstrings`` and ``stdlib`` are MiniLM sentence embeddings of numpy/scipy/scikit-learn
+docstrings and of the standard library's (make them first with ``benchmarks/make_embeddings.py
+--corpus NAME``); ``digits`` is scikit-learn's bundled set; ``synthetic`` is
+:func:`sklearn_adm.datasets.make_embedding_like` (clustered, heavy-tailed, unit-norm rows) of
+any size, for timings at scale. Every method is fitted on
 the same rows in one run and judged alike:
 
 * explained variance: ``1 - |X - inverse_transform(transform(X))|^2 / |X - mean|^2``;
@@ -48,9 +50,11 @@ def load(args):
         return X.astype(np.float64), y
     if args.data == "synthetic":
         return make_embedding_like(args.n_samples, args.n_features, random_state=0)
-    path = Path(__file__).parent / "data" / "docstrings.npz"
+    path = Path(__file__).parent / "data" / f"{args.data}.npz"
     if not path.exists():
-        raise SystemExit(f"{path} is missing: run python benchmarks/make_embeddings.py first.")
+        raise SystemExit(
+            f"{path} is missing: run python benchmarks/make_embeddings.py --corpus {args.data}"
+        )
     data = np.load(path)
     return data["X"].astype(np.float64), data["labels"]
 
@@ -118,7 +122,7 @@ def print_table(results, reference):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--data", default="docstrings", choices=["docstrings", "digits", "synthetic"]
+        "--data", default="docstrings", choices=["docstrings", "stdlib", "digits", "synthetic"]
     )
     parser.add_argument("--n-components", type=int, default=32)
     parser.add_argument("--weights", type=float, nargs="+", default=[0.1, 0.3, 0.5, 1.0, 2.0])

