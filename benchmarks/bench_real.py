@@ -9,8 +9,8 @@ Data: ``docstrings`` and ``stdlib`` are MiniLM sentence embeddings of numpy/scip
 docstrings and of the standard library's (make them first with ``benchmarks/make_embeddings.py
 --corpus NAME``); ``digits`` is scikit-learn's bundled set; ``synthetic`` is
 :func:`sklearn_adm.datasets.make_embedding_like` (clustered, heavy-tailed, unit-norm rows) of
-any size, for timings at scale. Every method is fitted on
-the same rows in one run and judged alike:
+any size, for timings at scale. Every method is fitted on the same rows in one run and judged
+alike:
 
 * explained variance: ``1 - |X - inverse_transform(transform(X))|^2 / |X - mean|^2``;
 * dependence: ``DependenceScorer("hgb")``, the held-out R^2 of gradient-boosted trees
