@@ -2,7 +2,7 @@
 and PICA's times: one table, CPU and CUDA side by side (``make bench``).
 
 Usage: python benchmarks/bench_critic.py [--sizes 64 256 ...] [--devices cpu cuda]
-                                         [--output doc/bench_table.md]
+                                         [--tasks dcor adm ...] [--output doc/bench_table.md]
 
 Every measurement runs in a fresh process, so that its peak memory is its own: on the CPU the
 process's peak resident memory (``ru_maxrss``, the Python interpreter and torch included), on
@@ -196,7 +196,7 @@ def _ratio(looped, batched):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--case", help=argparse.SUPPRESS)
-    parser.add_argument("--sizes", nargs="+", type=int, default=[64, 256, 1024, 2048, 4096])
+    parser.add_argument("--sizes", nargs="*", type=int, default=[64, 256, 1024, 2048, 4096])
     parser.add_argument(
         "--looped-up-to",
         type=int,
@@ -206,6 +206,14 @@ def main():
     )
     default = ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
     parser.add_argument("--devices", nargs="+", default=default)
+    names = [name for name, _ in _TASKS]
+    parser.add_argument(
+        "--tasks",
+        nargs="*",
+        choices=names,
+        default=names,
+        help="the end-to-end rows to run (none: the critic rows alone)",
+    )
     parser.add_argument("--output", help="also write the table to this Markdown file")
     args = parser.parse_args()
     if args.case:
@@ -227,6 +235,8 @@ def main():
         rows.append(row)
         print(" | ".join(row), flush=True)
     for name, label in _TASKS:
+        if name not in args.tasks:
+            continue
         row = [label]
         for device in args.devices:
             result = run_case({"kind": "task", "name": name, "device": device})
