@@ -32,6 +32,24 @@ _FINAL_ROTATION_STEPS = 50
 _FINAL_RESTARTS = 3
 
 
+class _SubspaceGradient(torch.autograd.Function):
+    """``frame``, the orthonormal value of the parameter ``V``, in the forward pass; in the
+    backward pass the gradient ``G`` reaching it goes to ``V`` as ``(I - frame frame^T) G P``:
+    the part of it that changes the subspace (turns inside the subspace are the rotation's
+    business), times the preconditioner ``P``."""
+
+    @staticmethod
+    def forward(ctx, parameter, frame, preconditioner):
+        ctx.save_for_backward(frame, preconditioner)
+        return frame.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        frame, preconditioner = ctx.saved_tensors
+        grad = grad - frame @ (frame.transpose(-1, -2) @ grad)
+        return grad @ preconditioner.transpose(-1, -2), None, None
+
+
 class _SubspaceAutoencoders(Autoencoders):
     """``n_init`` linear autoencoders whose codes are independent directions of a subspace.
 
@@ -87,6 +105,8 @@ class _SubspaceAutoencoders(Autoencoders):
         self.register_buffer("rotation_angle", first_angles(n_init, dtype, X_train.device))
         # whether ``after_update`` left frame and rotation orthonormal (an average is not)
         self.orthonormal = False
+        # the frame's preconditioner, computed once per update by ``after_update``
+        self.preconditioner = None
 
     @staticmethod
     def _starts(keep, d, n_init, dtype):
@@ -108,20 +128,26 @@ class _SubspaceAutoencoders(Autoencoders):
     def prepare(self, x):
         return x @ self.whitener
 
+    def _preconditioner(self, frame):
+        """Inverse of the variance share of the frame's directions (a Newton step for the
+        reconstruction), with a small ridge."""
+        with torch.no_grad():
+            gram = frame.transpose(-1, -2) @ (self.variance_share[:, None] * frame)
+            d = gram.shape[-1]
+            scale = torch.diagonal(gram, dim1=-2, dim2=-1).mean(dim=-1)[:, None, None]
+            ridge = 1e-3 * torch.eye(d, dtype=gram.dtype, device=gram.device)
+            return torch.linalg.inv_ex(gram / scale + ridge)[0]
+
     def _moving_frame(self):
         """The orthonormal frame, with the preconditioned, subspace-changing gradient."""
         # orthonormal after each update; nearly so in the average
         frame = self.frame.detach() if self.orthonormal else retract(self.frame)
         if not torch.is_grad_enabled():
             return frame
-        with torch.no_grad():  # inverse of the variance share of the frame's directions
-            gram = frame.transpose(-1, -2) @ (self.variance_share[:, None] * frame)
-            d = gram.shape[-1]
-            scale = torch.diagonal(gram, dim1=-2, dim2=-1).mean(dim=-1)[:, None, None]
-            ridge = 1e-3 * torch.eye(d, dtype=gram.dtype, device=gram.device)
-            preconditioner = torch.linalg.inv_ex(gram / scale + ridge)[0]
-        step = (self.frame - self.frame.detach()) @ preconditioner  # zero; carries the gradient
-        return frame + step - frame @ (frame.transpose(-1, -2) @ step)
+        preconditioner = self.preconditioner if self.orthonormal else None
+        if preconditioner is None:
+            preconditioner = self._preconditioner(frame)
+        return _SubspaceGradient.apply(self.frame, frame, preconditioner)
 
     def encode(self, x):
         rotation = self.rotation if self.orthonormal else polar(self.rotation)
@@ -139,6 +165,7 @@ class _SubspaceAutoencoders(Autoencoders):
     def after_update(self):
         with torch.no_grad():
             self.frame.copy_(polar(self.frame))
+            self.preconditioner = self._preconditioner(self.frame)
             if self.rotate:
                 scores = torch.einsum("nk,rkd->rnd", self.rotation_rows, self.frame)
                 rotation, self.rotation_angle = negentropy_step(
@@ -189,6 +216,8 @@ class _SubspaceAutoencoders(Autoencoders):
         self.frame = nn.Parameter(self.frame.detach()[starts].clone())
         self.rotation = self.rotation[starts].clone()
         self.rotation_angle = self.rotation_angle[starts].clone()
+        if self.preconditioner is not None:
+            self.preconditioner = self.preconditioner[starts]
         self.n_init = len(starts)
 
     def unmixing(self, start):

@@ -262,3 +262,43 @@ def test_codes_project_the_weights_only_when_no_update_left_them_orthonormal(mon
     assert projections
     torch.testing.assert_close(codes, projected_codes())
     assert not torch.allclose(codes, unprojected.flatten(start_dim=1), atol=1e-3)
+
+
+def test_frame_gradient_moves_the_subspace_only_and_is_preconditioned():
+    """The gradient that reaches the frame ``V`` is ``(I - V V^T) G P``: no part of it lies in
+    the span of ``V`` (turns inside the subspace are the rotation's), and ``P``, the inverse
+    of the variance share of the frame's directions (plus a small ridge), scales it. ``G`` is
+    the plain gradient of the same loss, through the codes and the reconstruction."""
+    import torch
+
+    from sklearn_adm import _pica
+
+    torch.manual_seed(0)
+    X = torch.as_tensor(make_embedding_like(500, 12, random_state=0)[0])
+    autoencoder = _pica._SubspaceAutoencoders(X, 3, 2, rotate=True)
+    x = autoencoder.prepare(X)
+    with torch.no_grad():
+        autoencoder.frame.add_(0.05 * torch.randn_like(autoencoder.frame))
+    autoencoder.after_update()
+    weights = torch.randn(len(x), 6, dtype=x.dtype)
+    codes = autoencoder.encode(x)
+    loss = (weights * codes).sum() + autoencoder.reconstruction_error(x, codes).sum()
+    loss.backward()
+
+    frame = autoencoder.frame.detach().clone().requires_grad_()
+    share = autoencoder.variance_share[:, None]
+    plain_codes = torch.einsum("nk,rkd->nrd", x, frame @ autoencoder.rotation).flatten(1)
+    kept = (frame.square() * share).sum(dim=(1, 2)) / autoencoder.pca_share
+    (G,) = torch.autograd.grad((weights * plain_codes).sum() + (1 - kept).sum(), frame)
+    V = frame.detach()
+    gram = V.transpose(-1, -2) @ (share * V)
+    scale = torch.diagonal(gram, dim1=-2, dim2=-1).mean(dim=-1)[:, None, None]
+    P = torch.linalg.inv(gram / scale + 1e-3 * torch.eye(3, dtype=V.dtype))
+    grad = autoencoder.frame.grad
+    torch.testing.assert_close(grad, (G - V @ (V.transpose(-1, -2) @ G)) @ P)
+    inside = V.transpose(-1, -2) @ (grad @ torch.linalg.inv(P))
+    torch.testing.assert_close(inside, torch.zeros_like(inside))
+    assert float((G - V @ (V.transpose(-1, -2) @ G)).abs().max()) > 0.1  # a real gradient
+
+    autoencoder.keep_starts([1])  # the preconditioner follows the start that is kept
+    torch.testing.assert_close(autoencoder.preconditioner, P[1:])
