@@ -1,13 +1,14 @@
 """PICA on real data: the variance-independence frontier next to PCA, FastICA and Picard.
 
-Usage: python benchmarks/bench_real.py [--data docstrings|stdlib|digits|synthetic]
+Usage: python benchmarks/bench_real.py [--data docstrings|stdlib|fortunes|digits|synthetic]
                                       [--n-components 32] [--weights 0.1 0.3 1]
                                       [--nonlinear 8] [--device cuda]
                                       [--n-samples 100000 --n-features 768]
 
-Data: ``docstrings`` and ``stdlib`` are MiniLM sentence embeddings of numpy/scipy/scikit-learn
-docstrings and of the standard library's (make them first with ``benchmarks/make_embeddings.py
---corpus NAME``); ``digits`` is scikit-learn's bundled set; ``synthetic`` is
+Data: ``docstrings``, ``stdlib`` and ``fortunes`` are MiniLM sentence embeddings of
+numpy/scipy/scikit-learn docstrings, of the standard library's and of Debian's fortune-cookie
+quotations (make them first with ``benchmarks/make_embeddings.py --corpus NAME``);
+``digits`` is scikit-learn's bundled set; ``synthetic`` is
 :func:`sklearn_adm.datasets.make_embedding_like` (clustered, heavy-tailed, unit-norm rows) of
 any size, for timings at scale. Every method is fitted on the same rows in one run and judged
 alike:
@@ -122,7 +123,9 @@ def print_table(results, reference):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--data", default="docstrings", choices=["docstrings", "stdlib", "digits", "synthetic"]
+        "--data",
+        default="docstrings",
+        choices=["docstrings", "stdlib", "fortunes", "digits", "synthetic"],
     )
     parser.add_argument("--n-components", type=int, default=32)
     parser.add_argument("--weights", type=float, nargs="+", default=[0.1, 0.3, 0.5, 1.0, 2.0])

