@@ -125,6 +125,12 @@ def collect_docstrings(packages, label_depth, methods):
 def collect_fortunes(directory):
     """``(texts, labels)``: quotations of Debian's fortunes files in ``directory`` (entries
     separated by lines holding ``%``), labelled by file, whitespace collapsed."""
+    if not Path(directory).is_dir():
+        raise SystemExit(
+            f"{directory} is missing: install Debian's fortunes package (apt-get install "
+            "fortunes), or unpack it (apt-get download fortunes; dpkg -x fortunes_*.deb DIR) "
+            "and pass --fortunes-dir DIR/usr/share/games/fortunes"
+        )
     rng = np.random.default_rng(0)
     texts, labels = [], []
     for path in sorted(Path(directory).iterdir()):
