@@ -250,7 +250,7 @@ class BaseADMTransformer(
             critic_steps=self.critic_steps,
             batch_size=batch_size,
             max_iter=self.max_iter,
-            learning_rate=self.learning_rate,
+            learning_rate=self._encoder_learning_rate(),
             critic_learning_rate=self.critic_learning_rate,
             tol=self.tol,
             n_iter_no_change=self.n_iter_no_change,
@@ -263,6 +263,10 @@ class BaseADMTransformer(
             stop_on_objective=self._stop_on_objective,
             rank_window=self._rank_window,
         )
+
+    def _encoder_learning_rate(self):
+        """The encoder's initial step size."""
+        return self.learning_rate
 
     @property
     def _n_features_out(self):

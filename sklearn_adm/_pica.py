@@ -1,7 +1,10 @@
 """PICA: Principal and Independent Component Analysis (paper, Sec. 5.1 and App. B)."""
 
+from numbers import Real
+
 import numpy as np
 import torch
+from sklearn.utils._param_validation import Interval, StrOptions
 from torch import nn
 
 from ._base import BaseADMTransformer
@@ -17,6 +20,9 @@ from ._rotation import (
 )
 from ._scaling import principal_axes
 
+#: the encoder's initial step, in radians, with ``learning_rate="auto"`` and a dependence weight
+#: of at most 1
+_AUTO_LEARNING_RATE = 0.02
 #: eigenvalues below this share of the largest are numerical noise: those directions are dropped
 _RANK_TOLERANCE = 1e-6
 #: rows (whitened) on which the rotation's negentropy contrast is computed
@@ -271,10 +277,14 @@ class PICA(BaseADMTransformer):
         Maximum number of encoder updates.
     batch_size : int or None, default=512
         Rows per minibatch; None (or a size above the number of training rows) uses them all.
-    learning_rate : float, default=0.02
+    learning_rate : "auto" or float, default="auto"
         Initial angle, in radians, by which each direction of the subspace turns per update
         (in whitened coordinates); it decays as ``1 / (1 + t / 25)`` so that the game, whose
-        late steps are driven by noise, settles.
+        late steps are driven by noise, settles. "auto" is
+        ``0.02 * sqrt(max(1, dependence_weight))``: each step turns by the same angle
+        whatever the size of the gradient, so a larger weight moves the optimum further from
+        PCA's subspace without speeding the game up; the longer step lets it get there
+        before the step has decayed.
     critic_learning_rate : float, default=0.02
         Adam step size of the critic.
     tol : float, default=2e-2
@@ -389,7 +399,7 @@ class PICA(BaseADMTransformer):
         probes=True,
         max_iter=1000,
         batch_size=512,
-        learning_rate=2e-2,
+        learning_rate="auto",
         critic_learning_rate=2e-2,
         tol=2e-2,
         n_iter_no_change=120,
@@ -419,10 +429,20 @@ class PICA(BaseADMTransformer):
         self.random_state = random_state
         self.verbose = verbose
 
+    _parameter_constraints: dict = {
+        **BaseADMTransformer._parameter_constraints,
+        "learning_rate": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+    }
+
     _narrow_after = 30
     _rank_window = 3
     _learning_rate_decay = 25
     _warmup_steps = 100
+
+    def _encoder_learning_rate(self):
+        if self.learning_rate == "auto":
+            return _AUTO_LEARNING_RATE * max(1.0, self.dependence_weight) ** 0.5
+        return self.learning_rate
 
     def _make_autoencoder(self, n_features, n_components, X_train):
         return _SubspaceAutoencoders(

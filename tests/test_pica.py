@@ -168,11 +168,25 @@ def test_progress_bar_with_verbose(capsys):
         ({"dependence_weight": -1}, "'dependence_weight' parameter"),
         ({"validation_fraction": 1.0}, "'validation_fraction' parameter"),
         ({"batch_size": 0}, "'batch_size' parameter"),
+        ({"learning_rate": "fast"}, "'learning_rate' parameter of PICA must be a str among"),
     ],
 )
 def test_bad_parameters(params, message):
     with pytest.raises(ValueError, match=message):
         PICA(max_iter=2, **params).fit(np.eye(3))
+
+
+@pytest.mark.parametrize(("weight", "step"), [(0.4, 0.02), (1.0, 0.02), (4.0, 0.04)])
+def test_auto_learning_rate_grows_with_the_square_root_of_a_weight_above_one(weight, step):
+    X, _ = make_pca_vs_pica(500, random_state=0)
+    fit = dict(n_components=2, dependence_weight=weight, max_iter=10, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        auto = PICA(**fit).fit(X)
+        explicit = PICA(learning_rate=step, **fit).fit(X)
+        other = PICA(learning_rate=1.5 * step, **fit).fit(X)
+    np.testing.assert_array_equal(auto.components_, explicit.components_)
+    assert not np.allclose(auto.components_, other.components_)
 
 
 def test_divergence_is_detected_and_the_last_good_state_kept(monkeypatch):
