@@ -386,6 +386,11 @@ class PICA(BaseADMTransformer):
     array([0, 2])
     """
 
+    _parameter_constraints: dict = {
+        **BaseADMTransformer._parameter_constraints,
+        "learning_rate": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+    }
+
     def __init__(
         self,
         n_components=None,
@@ -428,11 +433,6 @@ class PICA(BaseADMTransformer):
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
-
-    _parameter_constraints: dict = {
-        **BaseADMTransformer._parameter_constraints,
-        "learning_rate": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
-    }
 
     _narrow_after = 30
     _rank_window = 3
