@@ -227,6 +227,14 @@ def test_hgb_judge_reads_mean_and_spread_dependence(rng):
     np.testing.assert_allclose(scorer.per_feature(Z)[3], 0.0, atol=0.03)
 
 
+def test_hgb_judge_reads_repeated_rows_as_dependence(rng):
+    """As documented: held-out copies of training rows are atoms the trees predict exactly."""
+    Z = rng.standard_normal((200, 4))
+    scorer = DependenceScorer("hgb", random_state=0)
+    assert scorer.per_feature(Z).max() < 0.1
+    assert scorer.per_feature(np.repeat(Z, 3, axis=0)).min() > 0.5
+
+
 def test_grid_search_without_y_prefers_less_dependent_representations(rng):
     x = rng.uniform(-1, 1, size=600)
     X = np.c_[x, x**2, rng.uniform(size=(600, 2))]
