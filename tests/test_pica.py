@@ -34,6 +34,37 @@ def test_paper_example_with_default_settings(seed):
     assert pica.history_[-1]["val_critic_mse"] > 0.95  # Corollary 1: the critic reads 1
 
 
+def test_paper_example_where_every_random_start_mixed_x3_into_x1():
+    """Data and seed 8 of the docstring's example: with random starts only, all four starts
+    ended tilting ``x1``'s component towards ``x3`` and kept ``x2``; the swap start does not."""
+    rng = np.random.default_rng(8)
+    v = rng.uniform(-np.sqrt(3), np.sqrt(3), size=(5000, 2))
+    X = np.c_[5 * v[:, 0], 3 * np.cos(2 * np.pi * v[:, 0] / np.sqrt(3)), v[:, 1]]
+    pica = PICA(n_components=2, random_state=8).fit(X)
+    directions = pica.components_ / np.linalg.norm(pica.components_, axis=1, keepdims=True)
+    assert abs(directions[0, 0]) >= 0.98 and abs(directions[1, 2]) >= 0.98
+
+
+def test_starts_keep_the_leading_directions_and_start_1_swaps_across_the_cut():
+    import torch
+
+    from sklearn_adm import _pica
+
+    torch.manual_seed(0)
+    frame = _pica._SubspaceAutoencoders._starts(keep=12, d=8, n_init=4, dtype=torch.float64)
+    np.testing.assert_array_equal(frame[0], torch.eye(12, 8))  # PCA's subspace
+    swapped = torch.zeros(12, 8, dtype=torch.float64)
+    swapped[:6, :6] = torch.eye(6)
+    swapped[8:10, 6:] = torch.eye(2)  # directions 7 and 8 swapped for 9 and 10
+    np.testing.assert_array_equal(frame[1], swapped)
+    for start, replaced in [(2, 4), (3, 6)]:  # ceil(8 r / 4) random ones around the cut
+        kept = 8 - replaced
+        np.testing.assert_array_equal(frame[start][:, :kept], torch.eye(12, kept))
+        np.testing.assert_allclose(frame[start].T @ frame[start], torch.eye(8), atol=1e-12)
+        assert frame[start][:kept, kept:].abs().max() == 0
+        assert frame[start][kept:, kept:].abs().min() > 0  # dense: a random mix
+
+
 def test_pca_keeps_the_dependent_pair_on_the_same_example():
     """The reference point of the example: PCA keeps x1, x2 with dCor about 0.25."""
     X, _ = make_pca_vs_pica(10_000, random_state=0)
