@@ -1,7 +1,7 @@
 """PICA on real data: the variance-independence frontier next to PCA, FastICA and Picard.
 
 Usage: python benchmarks/bench_real.py [--data docstrings|stdlib|fortunes|digits|synthetic]
-                                      [--n-components 32] [--weights 0.1 0.2 0.4 1 2]
+                                      [--n-components 32] [--weights 0.1 0.2 0.4 1 1.2 2]
                                       [--nonlinear 8] [--device cuda]
                                       [--n-samples 100000 --n-features 768]
 
@@ -145,7 +145,7 @@ def main():
         choices=["docstrings", "stdlib", "fortunes", "digits", "synthetic"],
     )
     parser.add_argument("--n-components", type=int, default=32)
-    parser.add_argument("--weights", type=float, nargs="+", default=[0.1, 0.2, 0.4, 1.0, 2.0])
+    parser.add_argument("--weights", type=float, nargs="+", default=[0.1, 0.2, 0.4, 1.0, 1.2, 2.0])
     parser.add_argument(
         "--nonlinear",
         type=int,
