@@ -77,6 +77,8 @@ class BaseADMTransformer(
     _narrow_after = None
     _narrow_to = 1
     _narrow_on_penalty = False
+    #: times ``critic_steps`` that the critic takes per update until the starts are narrowed
+    _selection_critic_factor = 1
     #: the encoder's step size decays as learning_rate / (1 + t / this) (None: constant)
     _learning_rate_decay = None
     #: critic updates on the initial representations before the first encoder update
@@ -258,6 +260,7 @@ class BaseADMTransformer(
             narrow_after=self._narrow_after,
             narrow_to=self._narrow_to,
             narrow_on_penalty=self._narrow_on_penalty,
+            selection_critic_factor=self._selection_critic_factor,
             learning_rate_decay=self._learning_rate_decay,
             warmup_steps=self._warmup_steps,
             stop_on_objective=self._stop_on_objective,

@@ -107,6 +107,10 @@ class GameSettings:
     #: all, to the end)
     narrow_after: int | None = None
     narrow_to: int = 1
+    #: the critic takes this many times ``critic_steps`` per update until the starts are
+    #: narrowed: the choice among them rests on its held-out reading, which lags behind
+    #: starts that move
+    selection_critic_factor: int = 1
     #: rank the starts for narrowing by the autoencoder's selection penalty alone (the
     #: objective, still falling at different rates, would hide it)
     narrow_on_penalty: bool = False
@@ -391,7 +395,9 @@ class AdversarialGame:
         progress = tqdm(total=s.max_iter, desc=desc, disable=s.verbose < 1, leave=False)
         try:
             for n_iter in range(1, s.max_iter + 1):
-                self._train_critic(X_train, s.critic_steps)
+                selecting = s.narrow_after is not None and self.autoencoder.n_init > s.narrow_to
+                factor = s.selection_critic_factor if selecting else 1
+                self._train_critic(X_train, factor * s.critic_steps)
                 self._decay_learning_rate(n_iter)
                 loss, terms = self._encoder_step(X_train)
                 values = torch.stack([loss, *terms])  # (4, n_init)

@@ -269,7 +269,8 @@ class PICA(BaseADMTransformer):
         Weight of the hinge keeping each component's variance above 1. The components are
         white by construction, so PICA does not need it.
     critic_steps : int, default=4
-        Critic updates per encoder update (``k`` in Algorithm 1).
+        Critic updates per encoder update (``k`` in Algorithm 1); twice as many while the
+        ``n_init`` starts are compared, since the choice among them rests on the critic.
     critic_hidden : int or tuple of int, default=32
         Hidden widths of the dependency predictors.
     probe_hidden : int or tuple of int, default=16
@@ -308,7 +309,8 @@ class PICA(BaseADMTransformer):
         from driving the encoder. With fewer than 10 held-out rows, all rows serve both roles.
     n_init : int, default=4
         Number of starts, trained side by side in one batched game for the first 30 updates
-        (after 100 critic warm-up steps); then the start with the lowest held-out objective
+        (after 100 critic warm-up steps, and with ``2 * critic_steps`` critic updates per
+        update); then the start with the lowest held-out objective
         plays on alone. Start 0 is PCA's subspace; start ``r`` keeps PCA's leading
         directions and replaces the last ``ceil(n_components * r / n_init)``: start 1 by
         the next principal directions, the others by random ones around the cut.
@@ -442,6 +444,7 @@ class PICA(BaseADMTransformer):
         self.verbose = verbose
 
     _narrow_after = 30
+    _selection_critic_factor = 2
     _rank_window = 3
     _learning_rate_decay = 25
     _warmup_steps = 100
