@@ -362,6 +362,11 @@ class AdversarialGame:
         ]
         return criteria, snapshots
 
+    def _comparing_starts(self):
+        """Whether more starts play than will be kept when they are narrowed."""
+        s = self.settings
+        return s.narrow_after is not None and self.autoencoder.n_init > s.narrow_to
+
     def _train_critic(self, X_train, steps):
         """``steps`` critic updates against the encoder as it stands; the codes of
         ``critic_steps`` minibatches at a time are computed in one pass."""
@@ -395,8 +400,7 @@ class AdversarialGame:
         progress = tqdm(total=s.max_iter, desc=desc, disable=s.verbose < 1, leave=False)
         try:
             for n_iter in range(1, s.max_iter + 1):
-                selecting = s.narrow_after is not None and self.autoencoder.n_init > s.narrow_to
-                factor = s.selection_critic_factor if selecting else 1
+                factor = s.selection_critic_factor if self._comparing_starts() else 1
                 self._train_critic(X_train, factor * s.critic_steps)
                 self._decay_learning_rate(n_iter)
                 loss, terms = self._encoder_step(X_train)
@@ -413,7 +417,7 @@ class AdversarialGame:
                 criteria = [*criteria, criterion][-s.rank_window :]
                 ranking = torch.stack(criteria).mean(dim=0).argsort(stable=True)
                 leader = int(ranking[0])
-                if n_iter == s.narrow_after and self.autoencoder.n_init > s.narrow_to:
+                if n_iter == s.narrow_after and self._comparing_starts():
                     if s.narrow_on_penalty:
                         ranking = (criterion - objective).argsort(stable=True)
                     keep = ranking[: s.narrow_to].tolist()
