@@ -207,7 +207,7 @@ def test_bad_parameters(params, message):
         PICA(max_iter=2, **params).fit(np.eye(3))
 
 
-@pytest.mark.parametrize(("weight", "step"), [(0.4, 0.014), (1.0, 0.014), (4.0, 0.028)])
+@pytest.mark.parametrize(("weight", "step"), [(0.4, 0.0085), (1.0, 0.0085), (4.0, 0.017)])
 def test_auto_learning_rate_grows_with_the_square_root_of_a_weight_above_one(weight, step):
     X, _ = make_pca_vs_pica(500, random_state=0)
     fit = dict(n_components=2, dependence_weight=weight, max_iter=10, random_state=0)
