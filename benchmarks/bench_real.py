@@ -1,17 +1,17 @@
 """PICA on real data: the variance-independence frontier next to PCA, FastICA and Picard.
 
-Usage: python benchmarks/bench_real.py [--data docstrings|stdlib|fortunes|digits|synthetic]
-                                      [--n-components 32] [--weights 0.1 0.2 0.4 1 1.2 1.5 2]
-                                      [--nonlinear 8] [--device cuda]
-                                      [--n-samples 100000 --n-features 768]
+Usage: python benchmarks/bench_real.py
+           [--data docstrings|stdlib|fortunes|packages|digits|synthetic] [--n-components 32]
+           [--weights 0.1 0.2 0.4 1 1.2 1.5 2] [--nonlinear 8] [--device cuda]
+           [--n-samples 100000 --n-features 768]
 
-Data: ``docstrings``, ``stdlib`` and ``fortunes`` are MiniLM sentence embeddings of
-numpy/scipy/scikit-learn docstrings, of the standard library's and of Debian's fortune-cookie
-quotations (make them first with ``benchmarks/make_embeddings.py --corpus NAME``);
-``digits`` is scikit-learn's bundled set; ``synthetic`` is
-:func:`sklearn_adm.datasets.make_embedding_like` (clustered, heavy-tailed, unit-norm rows) of
-any size, for timings at scale. Every method is fitted on the same rows in one run and judged
-alike:
+Data: ``docstrings``, ``stdlib``, ``fortunes`` and ``packages`` are MiniLM sentence embeddings
+of numpy/scipy/scikit-learn docstrings, of the standard library's, of Debian's fortune-cookie
+quotations and of Debian packages' one-line summaries (make them first with
+``benchmarks/make_embeddings.py --corpus NAME``); ``digits`` is scikit-learn's bundled set;
+``synthetic`` is :func:`sklearn_adm.datasets.make_embedding_like` (clustered, heavy-tailed,
+unit-norm rows) of any size, for timings at scale. Every method is fitted on the same rows in
+one run and judged alike:
 
 * explained variance: ``1 - |X - inverse_transform(transform(X))|^2 / |X - mean|^2``;
 * dependence: ``DependenceScorer("hgb")``, the held-out R^2 of gradient-boosted trees
@@ -142,7 +142,7 @@ def main():
     parser.add_argument(
         "--data",
         default="docstrings",
-        choices=["docstrings", "stdlib", "fortunes", "digits", "synthetic"],
+        choices=["docstrings", "stdlib", "fortunes", "packages", "digits", "synthetic"],
     )
     parser.add_argument("--n-components", type=int, default=32)
     parser.add_argument(

@@ -1,9 +1,10 @@
 """Real sentence embeddings for the benchmarks, made here, with nothing downloaded.
 
-Usage: python benchmarks/make_embeddings.py [--corpus docstrings|stdlib|fortunes] [--out PATH]
-                                            [--fortunes-dir DIR]
+Usage: python benchmarks/make_embeddings.py [--corpus docstrings|stdlib|fortunes|packages]
+                                            [--out PATH] [--fortunes-dir DIR]
+                                            [--packages-file FILE]
 
-Three corpora, each written to ``benchmarks/data/<corpus>.npz`` by default:
+Four corpora, each written to ``benchmarks/data/<corpus>.npz`` by default:
 
 * ``docstrings``: the docstrings of the public functions and classes of numpy, scipy and
   scikit-learn, one per object (first 1,000 characters), labelled by the submodule that
@@ -15,7 +16,12 @@ Three corpora, each written to ``benchmarks/data/<corpus>.npz`` by default:
   Debian's ``fortunes`` package (``apt-get install fortunes``, or ``apt-get download
   fortunes`` and ``dpkg -x`` it, then ``--fortunes-dir``), labelled by topic file (``art``,
   ``food``, ``law``, ``science``, ...): at most 80 per topic, drawn with a fixed seed, from
-  the topics with at least 50 quotations that are prose (ASCII art and such left out).
+  the topics with at least 50 quotations that are prose (ASCII art and such left out);
+* ``packages``: one-line summaries of Debian packages ("Real-time strategy game of ancient
+  warfare"), short sentences of yet another kind, from an apt ``Packages`` index (the one
+  ``apt-get update`` leaves in ``/var/lib/apt/lists``, plain or compressed with lz4, xz or
+  gzip), labelled by archive section (``games``, ``science``, ``sound``, ...): at most 60 per
+  section, drawn with a fixed seed, from the sections with at least 50 distinct summaries.
 
 Each text is embedded once (repeated docstrings and quotations are dropped), and labels with
 fewer than 15 texts are dropped. The embedding model is all-MiniLM-L6-v2
@@ -26,11 +32,15 @@ fewer than 15 texts are dropped. The embedding model is all-MiniLM-L6-v2
 
 import argparse
 import contextlib
+import gzip
 import importlib
 import inspect
 import io
+import lzma
 import os
 import pkgutil
+import re
+import subprocess
 import sys
 import warnings
 from collections import Counter
@@ -44,6 +54,11 @@ _MAX_CHARS = 1000
 _FORTUNES_MIN, _FORTUNES_PER_TOPIC = 50, 80
 #: fortunes files that are not prose topics: pictures, a mix of all, one author, quizzes
 _FORTUNES_SKIPPED = {"ascii-art", "translate-me", "pratchett", "fortunes", "riddles"}
+#: packages: sections kept (at least this many distinct summaries) and summaries per section
+_PACKAGES_MIN, _PACKAGES_PER_SECTION = 50, 60
+_PACKAGES_DEFAULT = (
+    "/var/lib/apt/lists/deb.debian.org_debian_dists_bookworm_main_binary-amd64_Packages.lz4"
+)
 #: standard-library modules left out: some act on import (open a browser, print), some are
 #: GUI, build tooling or data rather than documented code
 _STDLIB_SKIPPED = {
@@ -160,6 +175,43 @@ def collect_fortunes(directory):
     return texts, labels
 
 
+def _read_index(path):
+    """The text of an apt index, plain or compressed (lz4 through the ``lz4cat`` tool)."""
+    if not Path(path).is_file():
+        raise SystemExit(
+            f"{path} is missing: pass --packages-file, the Packages index of any Debian "
+            "mirror (apt-get update writes one to /var/lib/apt/lists)"
+        )
+    if path.endswith(".lz4"):
+        return subprocess.run(["lz4cat", path], check=True, capture_output=True, text=True).stdout
+    opener = {".xz": lzma.open, ".gz": gzip.open}.get(Path(path).suffix, open)
+    with opener(path, "rt", encoding="utf-8", errors="replace") as index:
+        return index.read()
+
+
+def collect_packages(path):
+    """``(texts, labels)``: the one-line ``Description`` of each package of an apt index,
+    labelled by its ``Section`` (without an area prefix such as ``contrib/``)."""
+    by_section = {}
+    for stanza in _read_index(path).split("\n\n"):
+        fields = dict(re.findall(r"^(Section|Description): (.*)$", stanza, flags=re.M))
+        if "Section" in fields and "Description" in fields:
+            section = fields["Section"].rsplit("/", 1)[-1]
+            by_section.setdefault(section, {}).setdefault(fields["Description"].strip(), None)
+    rng = np.random.default_rng(0)
+    texts, labels = [], []
+    for section, summaries in sorted(by_section.items()):
+        summaries = list(summaries)
+        if len(summaries) < _PACKAGES_MIN:
+            continue
+        chosen = rng.choice(
+            len(summaries), min(_PACKAGES_PER_SECTION, len(summaries)), replace=False
+        )
+        texts += [summaries[i] for i in sorted(chosen)]
+        labels += [section] * len(chosen)
+    return texts, labels
+
+
 #: corpus name: (packages, label depth, with methods)
 _CORPORA = {
     "docstrings": (("numpy", "scipy", "sklearn"), 2, False),
@@ -182,13 +234,18 @@ def embed(texts):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", default="docstrings", choices=[*sorted(_CORPORA), "fortunes"])
+    parser.add_argument(
+        "--corpus", default="docstrings", choices=[*sorted(_CORPORA), "fortunes", "packages"]
+    )
     parser.add_argument("--out", help="default: benchmarks/data/<corpus>.npz")
     parser.add_argument("--fortunes-dir", default="/usr/share/games/fortunes")
+    parser.add_argument("--packages-file", default=_PACKAGES_DEFAULT)
     args = parser.parse_args()
     out = Path(args.out or Path(__file__).parent / "data" / f"{args.corpus}.npz")
     if args.corpus == "fortunes":
         texts, labels = collect_fortunes(args.fortunes_dir)
+    elif args.corpus == "packages":
+        texts, labels = collect_packages(args.packages_file)
     else:
         texts, labels = collect_docstrings(*_CORPORA[args.corpus])
     texts, labels = distinct(texts, labels)
