@@ -106,6 +106,7 @@ def judge(models, X, y):
     """Fit each model on ``X`` and score it; one row per model."""
     rows = np.random.default_rng(0).permutation(len(X))[:_JUDGED_ROWS]
     trees = DependenceScorer("hgb", max_samples=None, random_state=0)
+    splits = RepeatedStratifiedKFold(n_splits=5, n_repeats=_KNN_SPLITS, random_state=0)
     results = []
     for name, model in models:
         start = time.perf_counter()
@@ -117,7 +118,6 @@ def judge(models, X, y):
         residual = X - model.inverse_transform(Z)
         explained = 1 - np.sum(residual**2) / np.sum((X - X.mean(axis=0)) ** 2)
         dependence = trees.per_feature(Z[rows]).mean()
-        splits = RepeatedStratifiedKFold(n_splits=5, n_repeats=_KNN_SPLITS, random_state=0)
         knn = cross_val_score(KNeighborsClassifier(10), Z[rows], y[rows], cv=splits).mean()
         results.append((name, explained, dependence, knn, seconds, stopped))
         print(f"  {name}: {seconds:.1f} s", flush=True)
