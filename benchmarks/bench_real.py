@@ -1,14 +1,17 @@
 """PICA on real data: the variance-independence frontier next to PCA, FastICA and Picard.
 
 Usage: python benchmarks/bench_real.py
-           [--data docstrings|stdlib|fortunes|packages|digits|synthetic] [--n-components 32]
+           [--data docstrings|stdlib|fortunes|packages|NAME|digits|synthetic]
+           [--n-components 32]
            [--weights 0.1 0.2 0.4 1 1.2 1.5 2] [--nonlinear 8] [--device cuda]
            [--n-samples 100000 --n-features 768]
 
 Data: ``docstrings``, ``stdlib``, ``fortunes`` and ``packages`` are MiniLM sentence embeddings
 of numpy/scipy/scikit-learn docstrings, of the standard library's, of Debian's fortune-cookie
 quotations and of Debian packages' one-line summaries (make them first with
-``benchmarks/make_embeddings.py --corpus NAME``); ``digits`` is scikit-learn's bundled set;
+``benchmarks/make_embeddings.py --corpus NAME``; any other ``NAME`` reads
+``benchmarks/data/NAME.npz``, such as a larger draw made with ``--per-label`` and ``--out``);
+``digits`` is scikit-learn's bundled set;
 ``synthetic`` is :func:`sklearn_adm.datasets.make_embedding_like` (clustered, heavy-tailed,
 unit-norm rows) of any size, for timings at scale. Every method is fitted on the same rows in
 one run and judged alike:
@@ -60,7 +63,8 @@ def load(args):
     path = Path(__file__).parent / "data" / f"{args.data}.npz"
     if not path.exists():
         raise SystemExit(
-            f"{path} is missing: run python benchmarks/make_embeddings.py --corpus {args.data}"
+            f"{path} is missing: run python benchmarks/make_embeddings.py --corpus CORPUS "
+            f"--out {path} (CORPUS: docstrings, stdlib, fortunes or packages)"
         )
     data = np.load(path)
     return data["X"].astype(np.float64), data["labels"]
@@ -146,7 +150,7 @@ def main():
     parser.add_argument(
         "--data",
         default="docstrings",
-        choices=["docstrings", "stdlib", "fortunes", "packages", "digits", "synthetic"],
+        help="digits, synthetic, or the name of an embedding set in benchmarks/data",
     )
     parser.add_argument("--n-components", type=int, default=32)
     parser.add_argument(

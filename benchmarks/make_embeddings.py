@@ -2,7 +2,7 @@
 
 Usage: python benchmarks/make_embeddings.py [--corpus docstrings|stdlib|fortunes|packages]
                                             [--out PATH] [--fortunes-dir DIR]
-                                            [--packages-file FILE]
+                                            [--packages-file FILE] [--per-label N]
 
 Four corpora, each written to ``benchmarks/data/<corpus>.npz`` by default:
 
@@ -22,6 +22,10 @@ Four corpora, each written to ``benchmarks/data/<corpus>.npz`` by default:
   ``apt-get update`` leaves in ``/var/lib/apt/lists``, plain or compressed with lz4, xz or
   gzip), labelled by archive section (``games``, ``science``, ``sound``, ...): at most 60 per
   section, drawn with a fixed seed, from the sections with at least 50 distinct summaries.
+
+``--per-label N`` draws at most ``N`` texts per topic or section instead (fortunes and
+packages): ``--corpus packages --per-label 200 --out benchmarks/data/packages-large.npz``
+makes 9,748 rows, a real set of the size where minibatches start to matter.
 
 Each text is embedded once (repeated docstrings and quotations are dropped), and labels with
 fewer than 15 texts are dropped. The embedding model is all-MiniLM-L6-v2
@@ -150,9 +154,10 @@ def distinct(texts, labels):
     return [texts[i] for i in keep], [labels[i] for i in keep]
 
 
-def collect_fortunes(directory):
+def collect_fortunes(directory, per_label=_FORTUNES_PER_TOPIC):
     """``(texts, labels)``: quotations of Debian's fortunes files in ``directory`` (entries
-    separated by lines holding ``%``), labelled by file, whitespace collapsed."""
+    separated by lines holding ``%``), labelled by file, whitespace collapsed; at most
+    ``per_label`` per file."""
     if not Path(directory).is_dir():
         raise SystemExit(
             f"{directory} is missing: install Debian's fortunes package (apt-get install "
@@ -169,7 +174,7 @@ def collect_fortunes(directory):
         entries = [entry for entry in entries if len(entry) >= 20]
         if len(entries) < _FORTUNES_MIN:
             continue
-        chosen = rng.choice(len(entries), min(_FORTUNES_PER_TOPIC, len(entries)), replace=False)
+        chosen = rng.choice(len(entries), min(per_label, len(entries)), replace=False)
         texts += [entries[i] for i in sorted(chosen)]
         labels += [path.name] * len(chosen)
     return texts, labels
@@ -189,9 +194,10 @@ def _read_index(path):
         return index.read()
 
 
-def collect_packages(path):
+def collect_packages(path, per_label=_PACKAGES_PER_SECTION):
     """``(texts, labels)``: the one-line ``Description`` of each package of an apt index,
-    labelled by its ``Section`` (without an area prefix such as ``contrib/``)."""
+    labelled by its ``Section`` (without an area prefix such as ``contrib/``); at most
+    ``per_label`` per section."""
     by_section = {}
     for stanza in _read_index(path).split("\n\n"):
         fields = dict(re.findall(r"^(Section|Description): (.*)$", stanza, flags=re.M))
@@ -204,9 +210,7 @@ def collect_packages(path):
         summaries = list(summaries)
         if len(summaries) < _PACKAGES_MIN:
             continue
-        chosen = rng.choice(
-            len(summaries), min(_PACKAGES_PER_SECTION, len(summaries)), replace=False
-        )
+        chosen = rng.choice(len(summaries), min(per_label, len(summaries)), replace=False)
         texts += [summaries[i] for i in sorted(chosen)]
         labels += [section] * len(chosen)
     return texts, labels
@@ -240,12 +244,19 @@ def main():
     parser.add_argument("--out", help="default: benchmarks/data/<corpus>.npz")
     parser.add_argument("--fortunes-dir", default="/usr/share/games/fortunes")
     parser.add_argument("--packages-file", default=_PACKAGES_DEFAULT)
+    parser.add_argument(
+        "--per-label",
+        type=int,
+        help=f"texts drawn per label (fortunes {_FORTUNES_PER_TOPIC}, packages "
+        f"{_PACKAGES_PER_SECTION} by default)",
+    )
     args = parser.parse_args()
+    per_label = {} if args.per_label is None else {"per_label": args.per_label}
     out = Path(args.out or Path(__file__).parent / "data" / f"{args.corpus}.npz")
     if args.corpus == "fortunes":
-        texts, labels = collect_fortunes(args.fortunes_dir)
+        texts, labels = collect_fortunes(args.fortunes_dir, **per_label)
     elif args.corpus == "packages":
-        texts, labels = collect_packages(args.packages_file)
+        texts, labels = collect_packages(args.packages_file, **per_label)
     else:
         texts, labels = collect_docstrings(*_CORPORA[args.corpus])
     texts, labels = distinct(texts, labels)
