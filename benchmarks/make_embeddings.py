@@ -251,12 +251,17 @@ def main():
         f"{_PACKAGES_PER_SECTION} by default)",
     )
     args = parser.parse_args()
-    per_label = {} if args.per_label is None else {"per_label": args.per_label}
+    if args.per_label is not None and args.corpus not in ("fortunes", "packages"):
+        parser.error(f"--per-label applies to fortunes and packages, not to {args.corpus}")
+    if args.per_label is not None and args.per_label < _MIN_PER_LABEL:
+        parser.error(f"--per-label must be at least {_MIN_PER_LABEL}, got {args.per_label}")
     out = Path(args.out or Path(__file__).parent / "data" / f"{args.corpus}.npz")
     if args.corpus == "fortunes":
-        texts, labels = collect_fortunes(args.fortunes_dir, **per_label)
+        texts, labels = collect_fortunes(args.fortunes_dir, args.per_label or _FORTUNES_PER_TOPIC)
     elif args.corpus == "packages":
-        texts, labels = collect_packages(args.packages_file, **per_label)
+        texts, labels = collect_packages(
+            args.packages_file, args.per_label or _PACKAGES_PER_SECTION
+        )
     else:
         texts, labels = collect_docstrings(*_CORPORA[args.corpus])
     texts, labels = distinct(texts, labels)
