@@ -18,7 +18,7 @@ from ._rotation import (
     polar,
     retract,
 )
-from ._scaling import principal_axes
+from ._scaling import magnitude, principal_axes
 
 #: the encoder's initial step, in radians, with ``learning_rate="auto"`` and a dependence weight
 #: of at most 1
@@ -85,9 +85,9 @@ class _SubspaceAutoencoders(Autoencoders):
         eigenvalues, vectors, floor = principal_axes(X_train)
         total = eigenvalues.sum().clamp_min(torch.finfo(eigenvalues.dtype).tiny)
         keep = max(int((eigenvalues > _RANK_TOLERANCE * eigenvalues[0]).sum()), n_components)
-        eigenvalues, vectors = eigenvalues[:keep].clamp_min(floor), vectors[:, :keep]
+        eigenvalues, vectors = eigenvalues[:keep], vectors[:, :keep]
         dtype = X_train.dtype
-        self.register_buffer("whitener", (vectors * eigenvalues.rsqrt()).to(dtype))
+        self.register_buffer("whitener", (vectors * eigenvalues.clamp_min(floor).rsqrt()).to(dtype))
         self.register_buffer("variance_share", (eigenvalues / total).to(dtype))
         self.pca_share = max(float(self.variance_share[:n_components].sum()), 1e-30)
         starts = self._starts(keep, n_components, n_init, dtype)
@@ -145,6 +145,7 @@ class _SubspaceAutoencoders(Autoencoders):
             gram = frame.transpose(-1, -2) @ (self.variance_share[:, None] * frame)
             d = gram.shape[-1]
             scale = torch.diagonal(gram, dim1=-2, dim2=-1).mean(dim=-1)[:, None, None]
+            scale = scale.clamp_min(torch.finfo(gram.dtype).tiny)  # 0 in constant data
             ridge = 1e-3 * torch.eye(d, dtype=gram.dtype, device=gram.device)
             return torch.linalg.inv_ex(gram / scale + ridge)[0]
 
@@ -463,10 +464,13 @@ class PICA(BaseADMTransformer):
         )
 
     def _store_fitted(self, autoencoder, init, X, mean, scale):
-        X64 = X.astype(np.float64, copy=False)
-        unmixing = autoencoder.unmixing(init) / scale
-        self.mean_ = X64.mean(axis=0)
-        centred = X64 - self.mean_
+        # in units of the data's magnitude, where no variance over- or underflows; the
+        # components are the same in any units
+        unit = magnitude(X)
+        X_unit = X.astype(np.float64) / unit
+        unmixing = autoencoder.unmixing(init) * (unit / scale)
+        mean = X_unit.mean(axis=0)
+        centred = X_unit - mean
         codes = centred @ unmixing  # white on the training rows
         # The best linear decoder of the codes; its column norms put each code in the units
         # of the variance it explains.
@@ -480,12 +484,12 @@ class PICA(BaseADMTransformer):
         # Deterministic signs, as sklearn's svd_flip: the largest entry of each row is positive.
         largest = np.argmax(np.abs(components), axis=1)
         signs = np.sign(components[np.arange(len(components)), largest])
-        total_variance = X64.var(axis=0, ddof=1).sum()
+        total_variance = X_unit.var(axis=0, ddof=1).sum()
         dtype = X.dtype
         self.components_ = (components * signs[:, None]).astype(dtype)
         self.mixing_ = (mixing * signs).astype(dtype)
-        self.mean_ = self.mean_.astype(dtype)
-        self.explained_variance_ = variance.astype(dtype)
+        self.mean_ = (mean * unit).astype(dtype)
+        self.explained_variance_ = (variance * unit * unit).astype(dtype)  # inf past 1e154
         self.explained_variance_ratio_ = (
             variance / total_variance if total_variance > 0 else variance * 0
         ).astype(dtype)

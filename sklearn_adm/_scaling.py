@@ -11,6 +11,14 @@ import torch
 _VARIANCE_FLOOR = 0.1
 
 
+def magnitude(X):
+    """The largest magnitude in ``X``, or 1 when ``X`` is all zeros: dividing by it brings
+    any finite ``X`` to entries of at most 1, whose squares and sums of squares neither
+    overflow (entries of 1e200 would square to infinity) nor underflow (nor 1e-200 to 0)."""
+    peak = float(np.max(np.abs(X))) if X.size else 0.0
+    return peak if peak > 0 else 1.0
+
+
 def fit_scaling(X, per_feature):
     """Return ``(mean, scale)`` that map ``X`` to ``(X - mean) / scale``.
 
@@ -23,16 +31,19 @@ def fit_scaling(X, per_feature):
     Plain standardisation turned a digits pixel inked in 1 of 1,797 images into a spike of
     about 40 standard deviations, and held-out rows that inked such pixels dominated the
     held-out error. The floor is relative, so ``X`` and ``1000 * X`` scale alike. A scale of
-    zero (constant data) is replaced by 1.
+    zero (constant data) is replaced by 1. Both are computed in units of the
+    :func:`magnitude` of ``X``, so that any finite ``X`` gets them right.
     """
+    unit = magnitude(X)
+    X = X / unit
     mean = X.mean(axis=0)
     variance = X.var(axis=0)
     if not per_feature:
         scale = np.sqrt(variance.mean())
-        return mean, (scale if scale > 0 else 1.0)
+        return mean * unit, (scale if scale > 0 else 1.0) * unit
     floored = (variance + _VARIANCE_FLOOR * variance.mean()) / (1.0 + _VARIANCE_FLOOR)
     scale = np.sqrt(floored)
-    return mean, np.where(scale > 0, scale, 1.0)
+    return mean * unit, np.where(scale > 0, scale, 1.0) * unit
 
 
 def principal_axes(X):

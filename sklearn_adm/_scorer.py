@@ -15,6 +15,7 @@ from ._critic import ADMCritic, _standardize
 from ._device import resolve_device
 from ._game import calibrate, calibrated_fit, train_critic
 from ._neighbours import neighbour_predictions
+from ._scaling import magnitude
 from .metrics import (
     distance_correlation_one_vs_rest,
     distance_correlation_pairwise,
@@ -525,12 +526,9 @@ def _rescale(Z):
     """Centre the columns and divide by one number, the largest magnitude: every metric is
     invariant to that, and any finite input then stays far from overflow (squared distances of
     1e150-sized entries would be infinite)."""
-    peak = np.abs(Z).max()
-    if peak > 0:
-        Z = Z / peak
+    Z = Z / magnitude(Z)
     Z = Z - Z.mean(axis=0)
-    peak = np.abs(Z).max()
-    return Z / peak if peak > 0 else Z
+    return Z / magnitude(Z)
 
 
 def _shuffle_columns(Z, rng):

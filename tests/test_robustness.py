@@ -1,12 +1,15 @@
 """Awkward but valid input gives finite output; property-based checks over shapes and scales."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sklearn.base import clone
 
-from sklearn_adm import PICA, DependenceScorer, NonlinearPICA
+from sklearn_adm import ICA, PICA, DependenceScorer, NonlinearPICA
 
 QUICK = [
     PICA(n_components=2, max_iter=8, random_state=0),
@@ -70,3 +73,45 @@ def test_fit_transform_never_returns_nan(n_samples, n_features, log_scale, dtype
         Z = estimator.fit_transform(X)
         assert Z.dtype == dtype
         assert np.all(np.isfinite(Z))
+
+
+def _unit_columns(Z):
+    Z = Z / np.abs(Z).max()  # the squares of 1e-200 underflow
+    return (Z - Z.mean(axis=0)) / Z.std(axis=0)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.filterwarnings("ignore:overflow encountered in multiply:RuntimeWarning")
+@pytest.mark.parametrize("factor", [1e-200, 1e200])
+@pytest.mark.parametrize(
+    "estimator",
+    [
+        PICA(n_components=2, max_iter=20, random_state=0),
+        ICA(n_components=2, max_iter=20, random_state=0),
+        NonlinearPICA(n_components=2, max_iter=20, hidden_layer_sizes=(8,), random_state=0),
+    ],
+    ids=["PICA", "ICA", "NonlinearPICA"],
+)
+def test_any_finite_scale_gives_the_same_components(estimator, factor):
+    """The variances of entries of 1e200 overflow and those of 1e-200 underflow; such data
+    used to give all-zero or constant components (PICA with a false 'diverged' warning)."""
+    rng = np.random.default_rng(0)
+    X = rng.laplace(size=(300, 4)) @ rng.normal(size=(4, 4))
+    reference = clone(estimator).fit(X)
+    scaled = clone(estimator).fit(factor * X)
+    Z, Z_scaled = reference.transform(X), scaled.transform(factor * X)
+    np.testing.assert_allclose(_unit_columns(Z_scaled), _unit_columns(Z), atol=1e-6)
+    np.testing.assert_allclose(
+        scaled.inverse_transform(Z_scaled) / factor, reference.inverse_transform(Z), atol=1e-6
+    )
+
+
+def test_pica_on_constant_data_converges_to_zero_components_without_warnings():
+    """Every direction has zero variance: there is nothing to fit and nothing diverges (the
+    variance shares used to be 0 / 0 and the game reported a divergence)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pica = PICA(n_components=2, random_state=0).fit(np.full((60, 3), 4.0))
+    np.testing.assert_array_equal(pica.transform(np.full((5, 3), 4.0)), 0.0)
+    np.testing.assert_array_equal(pica.explained_variance_, 0.0)
+    assert pica.n_iter_ < pica.max_iter
