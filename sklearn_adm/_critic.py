@@ -412,6 +412,16 @@ class ADMCritic(nn.Module):
         return self
 
     def _check_input(self, z):
+        if not isinstance(z, torch.Tensor):
+            raise TypeError(f"ADMCritic expects a torch.Tensor, got {type(z).__name__}.")
+        if not z.is_floating_point():
+            raise TypeError(f"ADMCritic expects a floating-point tensor, got {z.dtype}.")
+        dtype = self.predictor_in_bias.dtype
+        if z.dtype != dtype and not torch.is_autocast_enabled(z.device.type):
+            raise TypeError(
+                f"ADMCritic's parameters are {dtype} but z is {z.dtype}; convert one to the "
+                f"other: z.to({dtype}) or critic.to({z.dtype})."
+            )
         if z.ndim != 2 or z.shape[1] != self.n_features:
             raise ValueError(
                 f"ADMCritic expects a (n_samples, {self.n_features}) tensor, "

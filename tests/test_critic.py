@@ -138,6 +138,25 @@ def test_bad_input_is_rejected(shape, message):
         ADMCritic(3)(torch.zeros(shape))
 
 
+@pytest.mark.parametrize(
+    ("z", "message"),
+    [
+        (np.zeros((10, 3), dtype=np.float32), "expects a torch.Tensor, got ndarray"),
+        (torch.zeros(10, 3, dtype=torch.long), "floating-point tensor, got torch.int64"),
+        (torch.zeros(10, 3, dtype=torch.float64), r"z.to\(torch.float32\) or critic.to"),
+    ],
+    ids=["numpy", "integer", "float64"],
+)
+def test_input_of_another_type_is_rejected_with_a_remedy(z, message):
+    with pytest.raises(TypeError, match=message):
+        ADMCritic(3)(z)
+
+
+def test_float64_critic_takes_float64_input():
+    z = torch.randn(50, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    assert ADMCritic(3).double()(z).dtype == torch.float64
+
+
 def test_bad_construction_is_rejected():
     with pytest.raises(ValueError, match="multiple of n_groups"):
         ADMCritic(5, n_groups=2)
