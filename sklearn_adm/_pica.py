@@ -467,7 +467,7 @@ class PICA(BaseADMTransformer):
         # in units of the data's magnitude, where no variance over- or underflows; the
         # components are the same in any units
         unit = magnitude(X)
-        X_unit = X.astype(np.float64) / unit
+        X_unit = X.astype(np.float64, copy=False) / unit
         unmixing = autoencoder.unmixing(init) * (unit / scale)
         mean = X_unit.mean(axis=0)
         centred = X_unit - mean

@@ -14,7 +14,7 @@ _VARIANCE_FLOOR = 0.1
 def magnitude(X):
     """The largest magnitude in ``X``, or 1 when ``X`` is all zeros: dividing by it brings
     any finite ``X`` to entries of at most 1, whose squares and sums of squares neither
-    overflow (entries of 1e200 would square to infinity) nor underflow (nor 1e-200 to 0)."""
+    overflow nor underflow (entries of 1e200 square to infinity, those of 1e-200 to 0)."""
     peak = float(np.max(np.abs(X))) if X.size else 0.0
     return peak if peak > 0 else 1.0
 
