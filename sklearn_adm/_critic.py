@@ -272,6 +272,12 @@ class ADMCritic(nn.Module):
     :math:`s^2 \le 1` lowers the error by at most :math:`s^2\,\mathrm{mCor}^2`, so shrinking the
     target can only hide dependence, never fake it. A constant feature has error 1.
 
+    That guard is a variance of ``1e-5`` added before dividing, so a feature whose standard
+    deviation in a batch is below about ``1e-2`` is shrunk towards 0 and its dependence read
+    as less than it is. Representations of unit order, which the variance hinge of
+    :class:`~sklearn_adm.ADMRegularizer` and of the estimators keeps, are read as they are;
+    rescale smaller ones before the critic sees them.
+
     Building a critic sets glibc's malloc thresholds (on Linux) to the highest values
     glibc's own adjustment reaches, once per process and unless ``MALLOC_TRIM_THRESHOLD_``
     or ``MALLOC_MMAP_THRESHOLD_`` is set: a training step then reuses the memory the last one
