@@ -30,9 +30,9 @@ def fit_scaling(X, per_feature):
     as with plain standardisation, but one that barely varies on these rows is not blown up.
     Plain standardisation turned a digits pixel inked in 1 of 1,797 images into a spike of
     about 40 standard deviations, and held-out rows that inked such pixels dominated the
-    held-out error. The floor is relative, so ``X`` and ``1000 * X`` scale alike. A scale of
-    zero (constant data) is replaced by 1. Both are computed in units of the
-    :func:`magnitude` of ``X``, so that any finite ``X`` gets them right.
+    held-out error. The floor is relative, so ``X`` and ``1000 * X`` scale alike. Both are
+    computed in units of the :func:`magnitude` of ``X``, so that any finite ``X`` gets them
+    right; a scale of zero (constant data) is replaced by that magnitude.
     """
     unit = magnitude(X)
     X = X / unit
