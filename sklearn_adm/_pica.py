@@ -471,7 +471,15 @@ class PICA(BaseADMTransformer):
         unmixing = autoencoder.unmixing(init) * (unit / scale)
         mean = X_unit.mean(axis=0)
         centred = X_unit - mean
-        codes = centred @ unmixing  # white on the training rows
+        # White on all the rows, not only on the game's training rows: the components are then
+        # uncorrelated here and their variances add up to the variance reconstructed. The
+        # correction is symmetric, so the subspace stays and its basis moves least.
+        codes = centred @ unmixing
+        eigenvalues, vectors = np.linalg.eigh(codes.T @ codes / len(codes))
+        kept = eigenvalues > 1e-12 * eigenvalues.max()  # none in constant data
+        inverse_root = 1.0 / np.sqrt(np.where(kept, eigenvalues, 1.0))
+        unmixing = unmixing @ (vectors * inverse_root) @ vectors.T
+        codes = centred @ unmixing
         # The best linear decoder of the codes; its column norms put each code in the units
         # of the variance it explains.
         decoder = np.linalg.lstsq(codes, centred, rcond=None)[0].T  # (n_features, d)

@@ -367,3 +367,20 @@ def test_frame_gradient_moves_the_subspace_only_and_is_preconditioned():
 
     autoencoder.keep_starts([1])  # the preconditioner follows the start that is kept
     torch.testing.assert_close(autoencoder.preconditioner, P[1:])
+
+
+def test_components_are_uncorrelated_and_their_variances_add_up_to_what_is_reconstructed():
+    """The game whitens on its training rows only; the fitted basis is made white on all the
+    rows, so that, as PCA's, the components are uncorrelated there and
+    ``explained_variance_ratio_`` sums to the share of variance the reconstruction explains
+    (before: correlations up to 0.06, and a sum of 0.922 against 0.913 explained)."""
+    rng = np.random.default_rng(0)
+    X = rng.laplace(size=(200, 20)) @ rng.normal(size=(20, 20))
+    with pytest.warns(ConvergenceWarning):
+        pica = PICA(10, max_iter=30, random_state=0).fit(X)
+    Z = pica.transform(X)
+    np.testing.assert_allclose(np.corrcoef(Z.T), np.eye(10), atol=1e-8)
+    np.testing.assert_allclose(pica.explained_variance_, Z.var(axis=0, ddof=1), rtol=1e-8)
+    residual = X - pica.inverse_transform(Z)
+    explained = 1 - (residual**2).sum() / ((X - X.mean(axis=0)) ** 2).sum()
+    assert pica.explained_variance_ratio_.sum() == pytest.approx(explained, abs=1e-10)
