@@ -475,11 +475,11 @@ class PICA(BaseADMTransformer):
         # uncorrelated here and their variances add up to the variance reconstructed. The
         # correction is symmetric, so the subspace stays and its basis moves least.
         codes = centred @ unmixing
-        eigenvalues, vectors = np.linalg.eigh(codes.T @ codes / len(codes))
-        kept = eigenvalues > 1e-12 * eigenvalues.max()  # none in constant data
-        inverse_root = 1.0 / np.sqrt(np.where(kept, eigenvalues, 1.0))
-        unmixing = unmixing @ (vectors * inverse_root) @ vectors.T
-        codes = centred @ unmixing
+        eigenvalues, vectors, floor = principal_axes(torch.from_numpy(codes))
+        # directions of rounding (all of them in constant data) are left as they are
+        inverse_root = torch.where(eigenvalues > floor, eigenvalues, 1.0).rsqrt()
+        correction = ((vectors * inverse_root) @ vectors.T).numpy()
+        unmixing, codes = unmixing @ correction, codes @ correction
         # The best linear decoder of the codes; its column norms put each code in the units
         # of the variance it explains.
         decoder = np.linalg.lstsq(codes, centred, rcond=None)[0].T  # (n_features, d)
