@@ -23,6 +23,9 @@ from ._scaling import fit_scaling
 
 #: below this many held-out rows, the held-out estimate is too noisy: all rows serve both roles
 _MIN_VALIDATION_ROWS = 10
+#: data are continuous when each column takes at least this share as many distinct values as
+#: there are distinct rows (float32 rounding makes a few values coincide by chance)
+_CONTINUOUS_SHARE = 0.9
 
 
 def _widths_constraint():
@@ -37,6 +40,28 @@ def split_rows(n_samples, validation_fraction, rng):
         return everything, everything
     order = rng.permutation(n_samples)
     return np.sort(order[n_val:]), np.sort(order[:n_val])
+
+
+def distinct_records(X):
+    """Indices of the rows the game learns from, in order.
+
+    A continuous distribution does not draw the same row twice, so in continuous data a row
+    that repeats exactly is a duplicated record (the same text embedded twice) and counts once,
+    at its first occurrence. Where rows repeat because they are frequent (counts, small
+    integers, categories), the repeats are the distribution and every row counts. The data are
+    taken as continuous when the copies are fewer than the distinct rows and every column
+    takes nearly as many distinct values as there are distinct rows.
+    """
+    n_samples = len(X)
+    row_bytes = np.dtype((np.void, X.dtype.itemsize * X.shape[1]))
+    _, first = np.unique(np.ascontiguousarray(X).view(row_bytes)[:, 0], return_index=True)
+    if len(first) == n_samples or 2 * len(first) <= n_samples:
+        return np.arange(n_samples)
+    first = np.sort(first)
+    column_values = 1 + (np.diff(np.sort(X[first], axis=0), axis=0) != 0).sum(axis=0)
+    if column_values.min() < _CONTINUOUS_SHARE * len(first):
+        return np.arange(n_samples)
+    return first
 
 
 class BaseADMTransformer(
@@ -120,7 +145,9 @@ class BaseADMTransformer(
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Training data.
+            Training data. In continuous data, a row that repeats exactly is one record
+            gathered twice and the game learns from it once; the fitted state describes
+            all the rows (see the user guide's limits).
         y : Ignored
             Not used, present for API consistency by convention.
 
@@ -139,7 +166,9 @@ class BaseADMTransformer(
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Training data.
+            Training data. In continuous data, a row that repeats exactly is one record
+            gathered twice and the game learns from it once; the fitted state describes
+            all the rows (see the user guide's limits).
         y : Ignored
             Not used, present for API consistency by convention.
 
@@ -201,9 +230,12 @@ class BaseADMTransformer(
         self.device_ = resolve_device(self.device)
         rng = check_random_state(self.random_state)
         seed = int(rng.randint(np.iinfo(np.int32).max))
-        train_rows, val_rows = split_rows(n_samples, self.validation_fraction, rng)
+        records = distinct_records(X)
+        train_rows, val_rows = split_rows(len(records), self.validation_fraction, rng)
 
         X64 = X.astype(np.float64, copy=False)
+        if len(records) < n_samples:
+            X64 = X64[records]
         mean, scale = fit_scaling(X64[train_rows], self._per_feature_scaling)
         X_scaled = torch.as_tensor((X64 - mean) / scale, dtype=torch.float32, device=self.device_)
         X_train, X_val = X_scaled[train_rows], X_scaled[val_rows]

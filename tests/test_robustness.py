@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from sklearn.base import clone
 
 from sklearn_adm import ICA, PICA, DependenceScorer, NonlinearPICA
+from sklearn_adm._base import distinct_records
 
 QUICK = [
     PICA(n_components=2, max_iter=8, random_state=0),
@@ -115,3 +116,60 @@ def test_pica_on_constant_data_converges_to_zero_components_without_warnings():
     np.testing.assert_array_equal(pica.transform(np.full((5, 3), 4.0)), 0.0)
     np.testing.assert_array_equal(pica.explained_variance_, 0.0)
     assert pica.n_iter_ < pica.max_iter
+
+
+def test_duplicated_records_of_continuous_data_count_once():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 4))
+    np.testing.assert_array_equal(distinct_records(X), np.arange(100))
+    # the same record twice more, and another once more: the first occurrences remain
+    np.testing.assert_array_equal(
+        distinct_records(np.r_[X[:50], X[[3, 3]], X[50:], X[[7]]]),
+        np.r_[np.arange(50), np.arange(52, 102)],
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "X"),
+    [
+        ("counts", np.random.default_rng(0).poisson(2.0, size=(100, 4)).astype(float)),
+        (
+            "a categorical column",
+            np.r_[
+                np.c_[np.random.default_rng(0).normal(size=(90, 2)), np.arange(90) % 2],
+                np.zeros((10, 3)),
+            ],
+        ),
+        (
+            "copies outnumber the records",
+            np.repeat(np.random.default_rng(0).normal(size=(40, 3)), 3, axis=0),
+        ),
+    ],
+    ids=lambda value: value if isinstance(value, str) else "",
+)
+def test_rows_that_repeat_as_the_distribution_all_count(name, X):
+    assert len(np.unique(X, axis=0)) < len(X)
+    np.testing.assert_array_equal(distinct_records(X), np.arange(len(X)))
+
+
+def _row_space(components):
+    basis = np.linalg.qr(components.T)[0]
+    return basis @ basis.T
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_pica_learns_the_same_subspace_with_duplicated_records():
+    """An atom of many copies used to pull the principal directions, and the game, towards
+    itself; the copies of a record now count once."""
+    rng = np.random.default_rng(0)
+    X = rng.laplace(size=(300, 4)) @ rng.normal(size=(4, 4))
+    with_copies = np.r_[X, np.repeat(X[:5], 20, axis=0)]
+    pica = PICA(n_components=2, max_iter=30, random_state=0)
+    reference, copied = clone(pica).fit(X), clone(pica).fit(with_copies)
+    np.testing.assert_allclose(
+        _row_space(copied.components_), _row_space(reference.components_), atol=1e-6
+    )
+    # the fitted state still describes all the rows: PCA's mean, uncorrelated components
+    np.testing.assert_allclose(copied.mean_, with_copies.mean(axis=0))
+    Z = copied.transform(with_copies)
+    np.testing.assert_allclose(np.corrcoef(Z.T)[0, 1], 0.0, atol=1e-9)
