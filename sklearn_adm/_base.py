@@ -146,8 +146,7 @@ class BaseADMTransformer(
         ----------
         X : array-like of shape (n_samples, n_features)
             Training data. In continuous data, a row that repeats exactly is one record
-            gathered twice and the game learns from it once; the fitted state describes
-            all the rows (see the user guide's limits).
+            gathered twice, and the game learns from it once (see the user guide's limits).
         y : Ignored
             Not used, present for API consistency by convention.
 
@@ -167,8 +166,7 @@ class BaseADMTransformer(
         ----------
         X : array-like of shape (n_samples, n_features)
             Training data. In continuous data, a row that repeats exactly is one record
-            gathered twice and the game learns from it once; the fitted state describes
-            all the rows (see the user guide's limits).
+            gathered twice, and the game learns from it once (see the user guide's limits).
         y : Ignored
             Not used, present for API consistency by convention.
 
