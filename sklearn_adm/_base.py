@@ -291,7 +291,7 @@ class BaseADMTransformer(
             narrow_to=self._narrow_to,
             narrow_on_penalty=self._narrow_on_penalty,
             selection_critic_factor=self._selection_critic_factor,
-            learning_rate_decay=self._learning_rate_decay,
+            learning_rate_decay=self._decay_horizon(n_train),
             warmup_steps=self._warmup_steps,
             stop_on_objective=self._stop_on_objective,
             rank_window=self._rank_window,
@@ -300,6 +300,10 @@ class BaseADMTransformer(
     def _encoder_learning_rate(self):
         """The encoder's initial step size."""
         return self.learning_rate
+
+    def _decay_horizon(self, n_train):
+        """Updates after which the encoder's step has halved (None: it does not decay)."""
+        return self._learning_rate_decay
 
     @property
     def _n_features_out(self):

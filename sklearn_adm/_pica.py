@@ -36,6 +36,10 @@ _START_ROTATION_STEPS = 30
 _FINAL_ROTATION_STEPS = 50
 #: random rotations tried, next to the game's, on each start's final subspace
 _FINAL_RESTARTS = 3
+#: training rows up to which the step halves after ``PICA._learning_rate_decay`` updates;
+#: beyond, that horizon grows with the rows, up to ``_MAX_DECAY_GROWTH`` times
+_DECAY_ROWS = 2500
+_MAX_DECAY_GROWTH = 4.0
 
 
 class _SubspaceGradient(torch.autograd.Function):
@@ -285,8 +289,10 @@ class PICA(BaseADMTransformer):
         Rows per minibatch; None (or a size above the number of training rows) uses them all.
     learning_rate : "auto" or float, default="auto"
         Initial angle, in radians, by which each direction of the subspace turns per update
-        (in whitened coordinates); it decays as ``1 / (1 + t / 25)`` so that the game, whose
-        late steps are driven by noise, settles. "auto" is
+        (in whitened coordinates); it decays as ``1 / (1 + t / h)`` so that the game, whose
+        late steps are driven by noise, settles, with ``h = 25`` updates up to 2,500
+        training rows and in proportion to the rows beyond, up to 100: more rows reveal
+        finer dependence, and the game makes as many passes over them. "auto" is
         ``0.0085 * sqrt(max(1, dependence_weight))``: each step turns by the same angle
         whatever the size of the gradient, so a larger weight moves the optimum further from
         PCA's subspace without speeding the game up; the longer step lets it get there
@@ -457,6 +463,16 @@ class PICA(BaseADMTransformer):
         if self.learning_rate == "auto":
             return _AUTO_LEARNING_RATE * max(1.0, self.dependence_weight) ** 0.5
         return self.learning_rate
+
+    def _decay_horizon(self, n_train):
+        """More rows let the judges, and the critic, see finer dependence: a game of as many
+        updates on 10,000 rows as on 2,500 stopped at 0.82 x FastICA's dependence on package
+        summaries where 3,000 of the same rows read 0.58-0.61 x. So the step decays over as
+        many passes over the rows, not as many updates, up to 4 times as many updates (100
+        at 100,000 rows took as long as 25: the stopping rule, not the horizon, ends the game
+        there)."""
+        growth = min(max(1.0, n_train / _DECAY_ROWS), _MAX_DECAY_GROWTH)
+        return self._learning_rate_decay * growth
 
     def _make_autoencoder(self, n_features, n_components, X_train):
         return _SubspaceAutoencoders(
