@@ -292,7 +292,8 @@ class PICA(BaseADMTransformer):
         (in whitened coordinates); it decays as ``1 / (1 + t / h)`` so that the game, whose
         late steps are driven by noise, settles, with ``h = 25`` updates up to 2,500
         training rows and in proportion to the rows beyond, up to 100: more rows reveal
-        finer dependence, and the game makes as many passes over them. "auto" is
+        finer dependence, and the game makes as many passes over them (at a given
+        ``batch_size``). "auto" is
         ``0.0085 * sqrt(max(1, dependence_weight))``: each step turns by the same angle
         whatever the size of the gradient, so a larger weight moves the optimum further from
         PCA's subspace without speeding the game up; the longer step lets it get there
@@ -468,9 +469,9 @@ class PICA(BaseADMTransformer):
         """More rows let the judges, and the critic, see finer dependence: a game of as many
         updates on 10,000 rows as on 2,500 stopped at 0.82 x FastICA's dependence on package
         summaries where 3,000 of the same rows read 0.58-0.61 x. So the step decays over as
-        many passes over the rows, not as many updates, up to 4 times as many updates (100
-        at 100,000 rows took as long as 25: the stopping rule, not the horizon, ends the game
-        there)."""
+        many passes over the rows (at a given batch size), not as many updates, up to 4 times
+        as many updates (100 at 100,000 rows took as long as 25: the stopping rule, not the
+        horizon, ends the game there)."""
         growth = min(max(1.0, n_train / _DECAY_ROWS), _MAX_DECAY_GROWTH)
         return self._learning_rate_decay * growth
 
