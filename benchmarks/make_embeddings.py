@@ -1,11 +1,10 @@
 """Real sentence embeddings for the benchmarks, made here, with nothing downloaded.
 
-Usage: python benchmarks/make_embeddings.py [--corpus docstrings|stdlib|fortunes|packages]
-                                            [--out PATH] [--fortunes-dir DIR]
+Usage: python benchmarks/make_embeddings.py [--corpus NAME] [--out PATH] [--fortunes-dir DIR]
                                             [--packages-file FILE] [--per-label N]
                                             [--keep-repeats]
 
-Four corpora, each written to ``benchmarks/data/<corpus>.npz`` by default:
+Five corpora (``NAME``), each written to ``benchmarks/data/<NAME>.npz`` by default:
 
 * ``docstrings``: the docstrings of the public functions and classes of numpy, scipy and
   scikit-learn, one per object (first 1,000 characters), labelled by the submodule that
@@ -13,6 +12,9 @@ Four corpora, each written to ``benchmarks/data/<corpus>.npz`` by default:
 * ``stdlib``: the docstrings of the public functions, classes and methods of Python's
   standard library, labelled by top-level module (``asyncio``, ``email``, ``decimal``, ...),
   a second set of another character for checking that settings carry over;
+* ``torch-dask``: the docstrings of PyTorch's and Dask's public functions and classes,
+  labelled like ``docstrings`` (``torch.nn``, ``torch.distributed``, ``dask.array``, ...),
+  made after every default had been chosen, as a check on unseen technical prose;
 * ``fortunes``: natural-language sentences rather than technical prose, the quotations of
   Debian's ``fortunes`` package (``apt-get install fortunes``, or ``apt-get download
   fortunes`` and ``dpkg -x`` it, then ``--fortunes-dir``), labelled by topic file (``art``,
@@ -223,6 +225,7 @@ def collect_packages(path, per_label=_PACKAGES_PER_SECTION):
 #: corpus name: (packages, label depth, with methods)
 _CORPORA = {
     "docstrings": (("numpy", "scipy", "sklearn"), 2, False),
+    "torch-dask": (("torch", "dask"), 2, False),
     "stdlib": (
         sorted(m for m in sys.stdlib_module_names if m[0] != "_" and m not in _STDLIB_SKIPPED),
         1,

@@ -242,7 +242,7 @@ class BaseADMTransformer(
             autoencoder, critic = self._build(n_features, n_components, X_scaled, X_train, seed)
             X_train, X_val = autoencoder.prepare(X_train), autoencoder.prepare(X_val)
             generator = torch.Generator(device=self.device_).manual_seed(seed)
-            settings = self._game_settings(len(train_rows))
+            settings = self._game_settings(len(train_rows), n_components)
             game = AdversarialGame(autoencoder, critic, settings, generator)
             result = game.play(X_train, X_val, desc=type(self).__name__)
 
@@ -267,22 +267,22 @@ class BaseADMTransformer(
             )
         return autoencoder.to(self.device_), critic.to(self.device_)
 
-    def _game_settings(self, n_train):
+    def _game_settings(self, n_train, n_components):
         return GameSettings(
             dependence_weight=self.dependence_weight,
             reconstruction_weight=self.reconstruction_weight,
             variance_weight=self.variance_weight,
-            **self._shared_game_settings(n_train),
+            **self._shared_game_settings(n_train, n_components),
         )
 
-    def _shared_game_settings(self, n_train):
+    def _shared_game_settings(self, n_train, n_components):
         """The settings every estimator takes from its parameters as they are named."""
         batch_size = n_train if self.batch_size is None else min(self.batch_size, n_train)
         return dict(
             critic_steps=self.critic_steps,
             batch_size=batch_size,
             max_iter=self.max_iter,
-            learning_rate=self._encoder_learning_rate(),
+            learning_rate=self._encoder_learning_rate(n_components),
             critic_learning_rate=self.critic_learning_rate,
             tol=self.tol,
             n_iter_no_change=self.n_iter_no_change,
@@ -297,8 +297,8 @@ class BaseADMTransformer(
             rank_window=self._rank_window,
         )
 
-    def _encoder_learning_rate(self):
-        """The encoder's initial step size."""
+    def _encoder_learning_rate(self, n_components):
+        """The encoder's initial step size for ``n_components`` components."""
         return self.learning_rate
 
     def _decay_horizon(self, n_train):

@@ -283,12 +283,12 @@ class ICA(BaseADMTransformer):
     def _make_autoencoder(self, n_features, n_components, X_train):
         return _RotationEncoders(X_train, n_components, self.n_init)
 
-    def _game_settings(self, n_train):
+    def _game_settings(self, n_train, n_components):
         return GameSettings(
             dependence_weight=1.0,
             reconstruction_weight=_ANCHOR_WEIGHT,
             variance_weight=0.0,
-            **self._shared_game_settings(n_train),
+            **self._shared_game_settings(n_train, n_components),
         )
 
     def _store_fitted(self, autoencoder, init, X, mean, scale):

@@ -220,6 +220,21 @@ def test_auto_learning_rate_grows_with_the_square_root_of_a_weight_above_one(wei
     assert not np.allclose(auto.components_, other.components_)
 
 
+@pytest.mark.parametrize(
+    ("n_components", "weight", "step"),
+    [(2, 0.4, 0.0085), (32, 0.4, 0.0085), (64, 0.4, 0.0085 * 2**0.5), (64, 4.0, 0.0085 * 8**0.5)],
+)
+def test_auto_learning_rate_grows_with_the_square_root_of_components_above_32(
+    n_components, weight, step
+):
+    """FastICA removes a larger share of PCA's dependence in more dimensions; at 64
+    components the step that suits 32 left the default at 0.8 x FastICA's dependence.
+    A step the user sets is kept whatever the number of components."""
+    pica = PICA(dependence_weight=weight)
+    assert pica._encoder_learning_rate(n_components) == pytest.approx(step)
+    assert PICA(learning_rate=0.003)._encoder_learning_rate(n_components) == 0.003
+
+
 def test_divergence_is_detected_and_the_last_good_state_kept(monkeypatch):
     """A non-finite loss stops training with a warning naming a remedy; output stays finite."""
     from sklearn_adm import _game
