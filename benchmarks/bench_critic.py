@@ -126,7 +126,7 @@ def _task(name, device):
     device = str(device)
     if name == "pica":
         X, _ = make_pca_vs_pica(10_000, random_state=0)
-        model = PICA(random_state=0, device=device)
+        model = PICA(2, random_state=0, device=device)  # the paper's two components
     elif name == "pica-1024":
         X = rng.standard_normal((3000, 64)) @ rng.standard_normal((64, 1024))
         X += rng.standard_normal(X.shape)

@@ -18,7 +18,7 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from ._allocator import training_allocations
 from ._critic import ADMCritic
 from ._device import resolve_device
-from ._game import AdversarialGame, GameSettings
+from ._game import AdversarialGame, GameResult, GameSettings
 from ._scaling import fit_scaling
 
 #: below this many held-out rows, the held-out estimate is too noisy: all rows serve both roles
@@ -240,11 +240,15 @@ class BaseADMTransformer(
 
         with training_allocations():
             autoencoder, critic = self._build(n_features, n_components, X_scaled, X_train, seed)
-            X_train, X_val = autoencoder.prepare(X_train), autoencoder.prepare(X_val)
-            generator = torch.Generator(device=self.device_).manual_seed(seed)
-            settings = self._game_settings(len(train_rows), n_components)
-            game = AdversarialGame(autoencoder, critic, settings, generator)
-            result = game.play(X_train, X_val, desc=type(self).__name__)
+            if autoencoder.fixed:  # one solve, no game
+                autoencoder.finish()
+                result = GameResult(history=[], n_iter=1, converged=True, best_init=0)
+            else:
+                X_train, X_val = autoencoder.prepare(X_train), autoencoder.prepare(X_val)
+                generator = torch.Generator(device=self.device_).manual_seed(seed)
+                settings = self._game_settings(len(train_rows), n_components)
+                game = AdversarialGame(autoencoder, critic, settings, generator)
+                result = game.play(X_train, X_val, desc=type(self).__name__)
 
         self.n_iter_ = result.n_iter
         self.history_ = result.history
@@ -253,11 +257,14 @@ class BaseADMTransformer(
         return X
 
     def _build(self, n_features, n_components, X_scaled, X_train, seed):
-        """The autoencoder and its critic, seeded, on ``self.device_``."""
+        """The autoencoder and its critic (None where the autoencoder is ``fixed``), seeded,
+        on ``self.device_``."""
         with torch.random.fork_rng(devices=[]):  # seed module init without touching the user's RNG
             torch.manual_seed(seed)
             X_start = X_scaled if self._start_from_all_rows else X_train
             autoencoder = self._make_autoencoder(n_features, n_components, X_start)
+            if autoencoder.fixed:
+                return autoencoder.to(self.device_), None
             critic = ADMCritic(
                 n_components * self.n_init,
                 critic_hidden=self.critic_hidden,

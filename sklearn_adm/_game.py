@@ -48,6 +48,10 @@ class Autoencoders(nn.Module):
     each start's error ``(n_init,)``. The hooks below default to doing nothing.
     """
 
+    #: True when the game has nothing to move, so that the estimator only calls ``finish``
+    #: (on its single start) and plays no game
+    fixed = False
+
     def prepare(self, x):
         """Map the rows once, before the game, into the coordinates ``encode`` reads."""
         return x

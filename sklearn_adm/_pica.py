@@ -86,10 +86,14 @@ class _SubspaceAutoencoders(Autoencoders):
 
     def __init__(self, X_train, n_components, n_init, *, rotate):
         super().__init__()
-        self.n_init = n_init
         eigenvalues, vectors, floor = principal_axes(X_train)
         total = eigenvalues.sum().clamp_min(torch.finfo(eigenvalues.dtype).tiny)
         keep = max(int((eigenvalues > _RANK_TOLERANCE * eigenvalues[0]).sum()), n_components)
+        # With as many components as directions of variance there is no subspace to choose:
+        # the frame's gradient, the part of it that changes the subspace, is zero, and the
+        # critic never turns the rotation. One start, PCA's, is then solved by ``finish``.
+        self.fixed = keep == n_components
+        self.n_init = n_init = 1 if self.fixed else n_init
         eigenvalues, vectors = eigenvalues[:keep], vectors[:, :keep]
         dtype = X_train.dtype
         self.register_buffer("whitener", (vectors * eigenvalues.clamp_min(floor).rsqrt()).to(dtype))
@@ -102,7 +106,7 @@ class _SubspaceAutoencoders(Autoencoders):
         self.rotate = rotate and bool(eigenvalues[0] > floor)  # nothing to rotate in constant data
         rotation = torch.eye(n_components, dtype=dtype, device=X_train.device)
         rotation = rotation.repeat(n_init, 1, 1)
-        if self.rotate:  # a random rotation per start, then ascent steps in the start's subspace
+        if self.rotate and not self.fixed:  # a random rotation per start, then ascent steps in it
             rotation = negentropy_rotation(
                 self.rotation_rows @ self.frame.detach(),
                 polar(torch.randn_like(rotation)),
@@ -261,7 +265,10 @@ class PICA(BaseADMTransformer):
     Parameters
     ----------
     n_components : int or None, default=None
-        Number of components. None keeps ``n_features``.
+        Number of components. None keeps ``n_features``. With as many components as the
+        data have directions of variance there is no subspace to choose: the components
+        are then the rotation of highest contrast of all of them (FastICA's), solved once,
+        and no game is played.
     dependence_weight : float, default=0.4
         Weight :math:`\lambda` of the dependence term ``1 - mean critic MSE``. 0 turns ADM off.
         Larger values give up more variance for more independence. With the default, 40 of 40
@@ -364,14 +371,14 @@ class PICA(BaseADMTransformer):
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit, when ``X`` has string column names.
     n_iter_ : int
-        Number of encoder updates run.
+        Number of encoder updates run; 1 where no game is played (see ``n_components``).
     history_ : list of dict
         One entry per encoder update, for the start that was kept: ``objective``,
         ``reconstruction`` (share of PCA's explained variance given up), ``critic_mse`` and
         ``variance_penalty`` on the training minibatch; every 10 updates also the same four
         on the held-out rows (``val_objective``, ...; ``val_critic_mse`` is the honest
         estimate, 1 for independent components) and ``val_change``, the quantity ``tol``
-        is compared with.
+        is compared with. Empty where no game is played.
     device_ : torch.device
         The device training ran on.
 

@@ -112,6 +112,28 @@ def test_reaches_a_non_orthogonal_basis_of_independent_sources():
     assert correlation.max(axis=0).min() > 0.995  # each source found by one component
 
 
+@pytest.mark.parametrize("n_components", [None, 3])
+def test_as_many_components_as_directions_is_ica_without_a_game(monkeypatch, n_components):
+    """With as many components as directions of variance (all features, or the rank of
+    rank-deficient data) there is no subspace to choose: the components are the rotation of
+    highest contrast, solved once, and no critic is trained (a fit of all 384 components of
+    the docstrings took 27 s this way; the game took 176 s before its first update)."""
+    from sklearn_adm import _game
+
+    monkeypatch.setattr(_game.AdversarialGame, "play", None)  # a game would fail
+    rng = np.random.default_rng(0)
+    sources = np.c_[rng.laplace(size=3000), rng.uniform(-1, 1, 3000), rng.exponential(size=3000)]
+    mixing = rng.normal(size=(4, 3)) if n_components else rng.normal(size=(3, 3))
+    X = sources @ mixing.T
+    pica = PICA(n_components, random_state=0).fit(X)
+    correlation = np.abs(np.corrcoef(pica.transform(X).T, sources.T)[:3, 3:])
+    assert np.sort(correlation.max(axis=1)).min() > 0.99
+    assert correlation.max(axis=0).min() > 0.99  # each source found by one component
+    assert pica.n_iter_ == 1 and pica.history_ == []
+    assert pica.explained_variance_ratio_.sum() == pytest.approx(1.0, abs=1e-6)
+    np.testing.assert_allclose(pica.inverse_transform(pica.transform(X)), X, atol=1e-6)
+
+
 def test_embedding_like_data_judged_by_trees_on_fresh_rows():
     """On clustered, heavy-tailed, unit-norm rows the game converges with the defaults, and
     gradient-boosted trees (not the critic it trained against) find far less dependence

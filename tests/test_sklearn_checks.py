@@ -13,7 +13,8 @@ from sklearn_adm import ICA, PICA, NonlinearPICA
 
 # Few iterations: the checks test the API, not the quality of the fit.
 ESTIMATORS = [
-    PICA(max_iter=15),
+    PICA(max_iter=15),  # all components: no subspace to choose, the rotation solved once
+    PICA(n_components=1, max_iter=15),  # the game
     NonlinearPICA(max_iter=15, hidden_layer_sizes=(8,)),
     ICA(max_iter=15),
 ]
