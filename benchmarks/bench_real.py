@@ -1,15 +1,15 @@
 """PICA on real data: the variance-independence frontier next to PCA, FastICA and Picard.
 
 Usage: python benchmarks/bench_real.py
-           [--data docstrings|stdlib|torch-dask|fortunes|packages|NAME|digits|synthetic]
+           [--data docstrings|stdlib|torch-dask|fortunes|packages|gcloud|NAME|digits|synthetic]
            [--n-components 32]
            [--weights 0.1 0.2 0.4 1 1.2 1.5 2] [--nonlinear 8] [--device cuda]
            [--n-samples 100000 --n-features 768]
 
-Data: ``docstrings``, ``stdlib``, ``torch-dask``, ``fortunes`` and ``packages`` are MiniLM
-sentence embeddings of numpy/scipy/scikit-learn docstrings, of the standard library's, of
-PyTorch's and Dask's, of Debian's fortune-cookie quotations and of Debian packages' one-line
-summaries (make them first with
+Data: ``docstrings``, ``stdlib``, ``torch-dask``, ``fortunes``, ``packages`` and ``gcloud`` are
+MiniLM sentence embeddings of numpy/scipy/scikit-learn docstrings, of the standard library's,
+of PyTorch's and Dask's, of Debian's fortune-cookie quotations, of Debian packages' one-line
+summaries and of the Google Cloud CLI's command descriptions (make them first with
 ``benchmarks/make_embeddings.py --corpus NAME``; any other ``NAME`` reads
 ``benchmarks/data/NAME.npz``, such as a larger draw made with ``--per-label`` and ``--out``);
 ``digits`` is scikit-learn's bundled set;
@@ -65,7 +65,7 @@ def load(args):
     if not path.exists():
         raise SystemExit(
             f"{path} is missing: run python benchmarks/make_embeddings.py --corpus CORPUS "
-            f"--out {path} (CORPUS: docstrings, stdlib, fortunes or packages)"
+            f"--out {path} (CORPUS: docstrings, stdlib, torch-dask, fortunes, packages or gcloud)"
         )
     data = np.load(path)
     return data["X"].astype(np.float64), data["labels"]

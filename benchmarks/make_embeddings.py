@@ -4,7 +4,7 @@ Usage: python benchmarks/make_embeddings.py [--corpus NAME] [--out PATH] [--fort
                                             [--packages-file FILE] [--per-label N]
                                             [--keep-repeats]
 
-Five corpora (``NAME``), each written to ``benchmarks/data/<NAME>.npz`` by default:
+Six corpora (``NAME``), each written to ``benchmarks/data/<NAME>.npz`` by default:
 
 * ``docstrings``: the docstrings of the public functions and classes of numpy, scipy and
   scikit-learn, one per object (first 1,000 characters), labelled by the submodule that
@@ -26,9 +26,17 @@ Five corpora (``NAME``), each written to ``benchmarks/data/<NAME>.npz`` by defau
   gzip), labelled by archive section (``games``, ``science``, ``sound``, ...): at most 60 per
   section, drawn with a fixed seed, from the sections with at least 50 distinct summaries.
 
-``--per-label N`` draws at most ``N`` texts per topic or section instead (fortunes and
-packages): ``--corpus packages --per-label 200 --out benchmarks/data/packages-large.npz``
-makes 9,748 rows, a real set of the size where minibatches start to matter.
+* ``gcloud``: the first paragraph of the description in the manual page of each command of
+  the Google Cloud CLI (``/usr/share/man/man1/gcloud_*``, or ``--man-dir``), generally
+  available commands only (no ``alpha`` or ``beta`` copies), with the command names taken
+  out, labelled by command group (``compute``, ``sql``, ``iam``, ...): at most 60 per group,
+  drawn with a fixed seed, from the groups with at least 30; made on 2026-11-29, after every
+  default, as a second unseen check.
+
+``--per-label N`` draws at most ``N`` texts per topic, section or group instead (fortunes,
+packages and gcloud): ``--corpus packages --per-label 200 --out
+benchmarks/data/packages-large.npz`` makes 9,748 rows, a real set of the size where
+minibatches start to matter.
 
 Each text is embedded once (repeated docstrings and quotations are dropped; ``--keep-repeats``
 keeps them, as a set made without that step would be), and labels with fewer than 15
@@ -67,6 +75,8 @@ _PACKAGES_MIN, _PACKAGES_PER_SECTION = 50, 60
 _PACKAGES_DEFAULT = (
     "/var/lib/apt/lists/deb.debian.org_debian_dists_bookworm_main_binary-amd64_Packages.lz4"
 )
+#: gcloud: command groups kept (at least this many manual pages) and pages drawn per group
+_GCLOUD_MIN, _GCLOUD_PER_GROUP = 30, 60
 #: standard-library modules left out: some act on import (open a browser, print), some are
 #: GUI, build tooling or data rather than documented code
 _STDLIB_SKIPPED = {
@@ -222,6 +232,48 @@ def collect_packages(path, per_label=_PACKAGES_PER_SECTION):
     return texts, labels
 
 
+def _manual_description(page):
+    """The first paragraph of a manual page's DESCRIPTION section as plain text, without
+    the command names that the page sets in bold or monospace (they name the group)."""
+    section = re.search(r'^\.SH "?DESCRIPTION"?\n(.*?)(?=^\.SH|\Z)', page, flags=re.M | re.S)
+    if section is None:
+        return ""
+    lines = section.group(1).strip().split("\n\n")[0].split("\n")
+    text = " ".join(line for line in lines if not line.startswith("."))
+    text = re.sub(r"\\f[B5]gcloud.*?\\fR", "", text)  # command names
+    text = re.sub(r"\\f[A-Z0-9P]|\\&", "", text).replace("\\-", "-").replace("\\e", "\\")
+    return " ".join(text.split())[:_MAX_CHARS]
+
+
+def collect_gcloud(directory, per_label=_GCLOUD_PER_GROUP):
+    """``(texts, labels)``: the description of each generally available gcloud command in
+    the manual pages of ``directory``, labelled by command group; at most ``per_label`` per
+    group."""
+    pages = sorted(Path(directory).glob("gcloud_*.1.gz"))
+    if not pages:
+        raise SystemExit(
+            f"no gcloud_*.1.gz manual pages in {directory}: install the Google Cloud CLI "
+            "(its Debian package installs them), or pass --man-dir"
+        )
+    by_group = {}
+    for path in pages:
+        group = path.name.removesuffix(".1.gz").split("_")[1]
+        if group in ("alpha", "beta"):
+            continue  # copies of the generally available commands, or previews
+        text = _manual_description(gzip.open(path, "rt", errors="replace").read())
+        if len(text) >= 20:
+            by_group.setdefault(group, []).append(text)
+    rng = np.random.default_rng(0)
+    texts, labels = [], []
+    for group, descriptions in sorted(by_group.items()):
+        if len(descriptions) < _GCLOUD_MIN:
+            continue
+        chosen = rng.choice(len(descriptions), min(per_label, len(descriptions)), replace=False)
+        texts += [descriptions[i] for i in sorted(chosen)]
+        labels += [group] * len(chosen)
+    return texts, labels
+
+
 #: corpus name: (packages, label depth, with methods)
 _CORPORA = {
     "docstrings": (("numpy", "scipy", "sklearn"), 2, False),
@@ -246,16 +298,19 @@ def embed(texts):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--corpus", default="docstrings", choices=[*sorted(_CORPORA), "fortunes", "packages"]
+        "--corpus",
+        default="docstrings",
+        choices=[*sorted(_CORPORA), "fortunes", "packages", "gcloud"],
     )
     parser.add_argument("--out", help="default: benchmarks/data/<corpus>.npz")
     parser.add_argument("--fortunes-dir", default="/usr/share/games/fortunes")
     parser.add_argument("--packages-file", default=_PACKAGES_DEFAULT)
+    parser.add_argument("--man-dir", default="/usr/share/man/man1")
     parser.add_argument(
         "--per-label",
         type=int,
         help=f"texts drawn per label (fortunes {_FORTUNES_PER_TOPIC}, packages "
-        f"{_PACKAGES_PER_SECTION} by default)",
+        f"{_PACKAGES_PER_SECTION}, gcloud {_GCLOUD_PER_GROUP} by default)",
     )
     parser.add_argument(
         "--keep-repeats",
@@ -263,8 +318,8 @@ def main():
         help="keep repeated texts, as a set made without removing them would",
     )
     args = parser.parse_args()
-    if args.per_label is not None and args.corpus not in ("fortunes", "packages"):
-        parser.error(f"--per-label applies to fortunes and packages, not to {args.corpus}")
+    if args.per_label is not None and args.corpus not in ("fortunes", "packages", "gcloud"):
+        parser.error(f"--per-label applies to fortunes, packages and gcloud, not {args.corpus}")
     if args.per_label is not None and args.per_label < _MIN_PER_LABEL:
         parser.error(f"--per-label must be at least {_MIN_PER_LABEL}, got {args.per_label}")
     out = Path(args.out or Path(__file__).parent / "data" / f"{args.corpus}.npz")
@@ -274,6 +329,8 @@ def main():
         texts, labels = collect_packages(
             args.packages_file, args.per_label or _PACKAGES_PER_SECTION
         )
+    elif args.corpus == "gcloud":
+        texts, labels = collect_gcloud(args.man_dir, args.per_label or _GCLOUD_PER_GROUP)
     else:
         texts, labels = collect_docstrings(*_CORPORA[args.corpus])
     texts, labels = distinct(texts, labels, args.keep_repeats)
