@@ -201,7 +201,9 @@ class NonlinearPICA(BaseADMTransformer):
     Parameters
     ----------
     n_components : int or None, default=None
-        Width of the bottleneck. None keeps ``n_features``.
+        Width of the bottleneck. None keeps ``n_features``. At most the width of the narrowest
+        hidden layer (64 by default): more components would be functions of fewer units, and
+        could not be independent.
     hidden_layer_sizes : tuple of int, default=(64, 64)
         Hidden widths of the encoder; the decoder mirrors them.
     activation : {"tanh", "relu", "gelu"}, default="tanh"
@@ -353,6 +355,21 @@ class NonlinearPICA(BaseADMTransformer):
         hidden = tuple(int(width) for width in self.hidden_layer_sizes)
         if any(width < 1 for width in hidden):
             raise ValueError(f"hidden_layer_sizes must be positive, got {self.hidden_layer_sizes}.")
+        # The codes are functions of every hidden layer's units: with more components than the
+        # narrowest layer has units, some components are functions of the others, and no game
+        # can make them independent.
+        if hidden and n_components > min(hidden):
+            requested = (
+                f"n_components={n_components}"
+                if self.n_components is not None
+                else f"n_components=None keeps all {n_components} features, which"
+            )
+            raise ValueError(
+                f"{requested} exceeds the narrowest hidden layer of the encoder "
+                f"(hidden_layer_sizes={self.hidden_layer_sizes}): the components would lie on "
+                f"at most {min(hidden)} dimensions and could not be independent. Pass "
+                f"n_components <= {min(hidden)} or wider hidden_layer_sizes."
+            )
         return _MLPAutoencoders(self.n_init, n_features, n_components, hidden, self.activation)
 
     def _store_fitted(self, autoencoder, init, X, mean, scale):

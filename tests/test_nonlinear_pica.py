@@ -152,6 +152,31 @@ def test_bad_parameters(params, message):
         NonlinearPICA(max_iter=2, **params).fit(np.random.default_rng(0).normal(size=(50, 3)))
 
 
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        # the default on 100 features: all of them through hidden layers of 64 units
+        ({}, r"n_components=None keeps all 100 features, which exceeds .* at most 64 "),
+        ({"n_components": 9, "hidden_layer_sizes": (32, 8)}, r"n_components=9 exceeds"),
+    ],
+)
+def test_more_components_than_the_narrowest_layer_is_refused(params, message, monkeypatch):
+    """Components computed from fewer hidden units than there are components are functions
+    of one another: refused before any game is played (fitting the default on 384-dimensional
+    embeddings took 2.6 s an update, for codes of rank 64)."""
+    from sklearn_adm import _game
+
+    monkeypatch.setattr(_game.AdversarialGame, "play", None)  # any game would fail
+    X = np.random.default_rng(0).normal(size=(50, 100))
+    with pytest.raises(ValueError, match=message + r".*Pass n_components <= \d+ or wider"):
+        NonlinearPICA(max_iter=2, **params).fit(X)
+    monkeypatch.undo()
+    # as many components as the narrowest layer has units is allowed
+    model = NonlinearPICA(8, hidden_layer_sizes=(8,), max_iter=2, random_state=0)
+    with pytest.warns(ConvergenceWarning):
+        assert model.fit(X).transform(X).shape == (50, 8)
+
+
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_starts_kept_after_narrowing_play_on_as_they_would_have(monkeypatch):
     """After the game narrows to the two starts of lowest decoder contrast, those starts (and
