@@ -4,6 +4,7 @@ Usage: python benchmarks/bench_real.py
            [--data docstrings|stdlib|torch-dask|fortunes|packages|gcloud|NAME|digits|synthetic]
            [--n-components 32]
            [--weights 0.1 0.2 0.4 1 1.2 1.5 2] [--nonlinear 8] [--device cuda]
+           [--peers PCA FastICA Picard ICA]
            [--n-samples 100000 --n-features 768]
 
 Data: ``docstrings``, ``stdlib``, ``torch-dask``, ``fortunes``, ``packages`` and ``gcloud`` are
@@ -28,7 +29,9 @@ one run and judged alike:
   accelerator a short fit runs first and is timed apart: a process's first use of the device
   (its context, its libraries' handles, the first captured graph) is not one fit's cost.
 
-``--nonlinear K`` adds a second table: PCA(K) and NonlinearPICA(K), judged the same way.
+``--peers`` chooses the other methods (PCA, FastICA, Picard, and this package's ``ICA``,
+made for blind source separation). ``--nonlinear K`` adds a second table: PCA(K) and
+NonlinearPICA(K), judged the same way.
 Picard (``python-picard``) and the embedding model come with the ``bench`` extra.
 """
 
@@ -44,7 +47,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import RepeatedStratifiedKFold, cross_val_score
 from sklearn.neighbors import KNeighborsClassifier
 
-from sklearn_adm import PICA, DependenceScorer, NonlinearPICA
+from sklearn_adm import ICA, PICA, DependenceScorer, NonlinearPICA
 from sklearn_adm._device import resolve_device
 from sklearn_adm.datasets import make_embedding_like
 
@@ -86,6 +89,8 @@ def methods(n_components, weights, device, peers):
             print("python-picard is not installed: Picard is left out (pip install -e '.[bench]').")
         else:
             yield "Picard", Picard(n_components, max_iter=1000, random_state=0)
+    if "ICA" in peers:  # this package's, for blind source separation
+        yield "ICA", ICA(n_components, device=device, random_state=0)
     default = PICA().dependence_weight
     for weight in weights:
         yield (
@@ -166,7 +171,10 @@ def main():
     )
     parser.add_argument("--device", default="auto")
     parser.add_argument(
-        "--peers", nargs="*", default=["PCA", "FastICA", "Picard"], help="the peers to fit"
+        "--peers",
+        nargs="*",
+        default=["PCA", "FastICA", "Picard"],
+        help="the other methods to fit: PCA, FastICA, Picard and this package's ICA",
     )
     parser.add_argument("--n-samples", type=int, default=3_000, help="for --data synthetic")
     parser.add_argument("--n-features", type=int, default=384, help="for --data synthetic")
