@@ -39,6 +39,10 @@ _CRITIC_DEFAULTS = {
 #: the rows held out (as Liu et al. 2020 split): at n = 100 the linear relation was detected
 #: in 15 of 20 draws against 11 of 20 with 30 % held out.
 _TEST_CRITIC = {"max_iter": 2000, "validation_fraction": 0.5}
+#: smallest ratio of the correlation matrix's eigenvalues at which ``"pearson"`` inverts it;
+#: its residual variances then carry a relative error of about 2e-16 / ratio, and columns
+#: nearer collinear are regressed one by one (least squares)
+_WELL_CONDITIONED = 1e-8
 #: training rows, at most, among which the two-sample test looks for nearest neighbours: the
 #: search costs their number times the held-out rows', and the critic carries large samples
 _NEIGHBOUR_ROWS = 4096
@@ -550,13 +554,23 @@ def _correlation(Z):
 
 
 def _multiple_correlation(Z):
-    """Multiple correlation R_j of each column with the others, by least squares: R_j^2 is
-    the share of the column's variance that a linear regression on the others explains."""
+    """Multiple correlation R_j of each column with the others: R_j^2 is the share of the
+    column's variance that a linear regression on the others explains (0 for a constant
+    column, which neither explains nor is explained)."""
     scaled = _unit_columns(Z)
+    varying = np.flatnonzero(np.any(scaled != 0, axis=0))
+    scaled = scaled[:, varying]
     result = np.zeros(Z.shape[1])
-    for j in range(Z.shape[1]):
+    eigenvalues, vectors = np.linalg.eigh(scaled.T @ scaled)  # of the correlation matrix C
+    if varying.size and eigenvalues[0] > _WELL_CONDITIONED * eigenvalues[-1]:
+        # the residual of column j regressed on the others is 1 / (C^-1)_jj: one
+        # decomposition for all columns (at 384 columns, milliseconds against 18 s of solves)
+        residual = 1.0 / ((vectors**2) @ (1.0 / eigenvalues))
+        result[varying] = np.sqrt(np.clip(1.0 - residual, 0.0, 1.0))
+        return result
+    for column, j in zip(varying, range(scaled.shape[1]), strict=True):  # collinear columns
         target, others = scaled[:, j], np.delete(scaled, j, axis=1)
         coefficients = np.linalg.lstsq(others, target, rcond=None)[0]
         explained = target @ target - np.sum((target - others @ coefficients) ** 2)
-        result[j] = np.sqrt(np.clip(explained, 0.0, 1.0))
+        result[column] = np.sqrt(np.clip(explained, 0.0, 1.0))
     return result

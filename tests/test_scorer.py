@@ -47,6 +47,23 @@ def test_pearson_is_the_multiple_correlation(rng):
     np.testing.assert_allclose(pairwise, pairwise.T)
 
 
+def test_pearson_is_the_r2_of_a_linear_regression_on_the_other_columns(rng):
+    """One decomposition for all columns gives each column's R^2 of the regression on the
+    others; a constant column gets 0 and leaves the others' as they were."""
+    from sklearn.linear_model import LinearRegression
+
+    Z = rng.standard_t(3, size=(400, 12)) @ rng.normal(size=(12, 12))
+    expected = [
+        LinearRegression().fit(np.delete(Z, j, axis=1), Z[:, j]).score(np.delete(Z, j, 1), Z[:, j])
+        for j in range(Z.shape[1])
+    ]
+    scorer = DependenceScorer("pearson")
+    np.testing.assert_allclose(scorer.per_feature(Z) ** 2, expected, rtol=1e-10)
+    with_constant = scorer.per_feature(np.c_[Z[:, :6], np.full(400, 3.0), Z[:, 6:]])
+    np.testing.assert_allclose(np.delete(with_constant, 6) ** 2, expected, rtol=1e-10)
+    assert with_constant[6] == 0
+
+
 @pytest.mark.parametrize("metric", ["dcor", "dcor_sq", "pearson", "adm", "hgb"])
 def test_constant_column_has_no_dependence(metric, rng):
     Z = np.c_[xx2_and_noise(rng, 1000), np.full(1000, 3.0)]
