@@ -15,6 +15,7 @@ from sklearn_adm import ICA, PICA, NonlinearPICA
 ESTIMATORS = [
     PICA(max_iter=15),  # all components: no subspace to choose, the rotation solved once
     PICA(n_components=1, max_iter=15),  # the game
+    # at least as many units as the checks' data have features (and so components)
     NonlinearPICA(max_iter=15, hidden_layer_sizes=(16,)),
     ICA(max_iter=15),
 ]
