@@ -151,6 +151,25 @@ def test_embedding_like_data_judged_by_trees_on_fresh_rows():
     assert pica.explained_variance_ratio_.sum() > 0.8 * pca_variance
 
 
+def test_float32_embeddings_give_the_float64_model():
+    """Sentence embeddings arrive in float32: passed as they are or converted to float64,
+    they give the same model (the statistics are taken in float64, the game plays in
+    float32 either way), and the output keeps the input's dtype."""
+    X, _ = make_embedding_like(600, 24, n_clusters=4, random_state=0)
+    X = X.astype(np.float32)
+    models = {}
+    for dtype in (np.float32, np.float64):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            models[dtype] = PICA(4, max_iter=40, random_state=0).fit(X.astype(dtype))
+        assert models[dtype].components_.dtype == dtype
+        assert models[dtype].transform(X.astype(dtype)).dtype == dtype
+    assert models[np.float32].n_iter_ == models[np.float64].n_iter_
+    np.testing.assert_allclose(
+        models[np.float32].transform(X), models[np.float64].transform(X), atol=1e-4
+    )
+
+
 def test_without_dependence_term_it_finds_pca_subspace():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(3000, 4)) * [3.0, 2.0, 1.0, 0.5] @ np.linalg.qr(rng.normal(size=(4, 4)))[0]
