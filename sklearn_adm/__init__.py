@@ -6,6 +6,15 @@ from ._nonlinear import NonlinearPICA
 from ._pica import PICA
 from ._regularizer import ADMRegularizer
 from ._scorer import DependenceScorer
+from ._threads import training_threads
 
-__all__ = ["ADMCritic", "ADMRegularizer", "DependenceScorer", "ICA", "NonlinearPICA", "PICA"]
+__all__ = [
+    "ADMCritic",
+    "ADMRegularizer",
+    "DependenceScorer",
+    "ICA",
+    "NonlinearPICA",
+    "PICA",
+    "training_threads",
+]
 __version__ = "0.1.0"

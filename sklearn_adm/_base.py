@@ -20,6 +20,7 @@ from ._critic import ADMCritic
 from ._device import resolve_device
 from ._game import AdversarialGame, GameResult, GameSettings
 from ._scaling import fit_scaling
+from ._threads import FitThreads
 
 #: below this many held-out rows, the held-out estimate is too noisy: all rows serve both roles
 _MIN_VALIDATION_ROWS = 10
@@ -231,30 +232,43 @@ class BaseADMTransformer(
         records = distinct_records(X)
         train_rows, val_rows = split_rows(len(records), self.validation_fraction, rng)
 
-        X64 = X.astype(np.float64, copy=False)
-        if len(records) < n_samples:
-            X64 = X64[records]
-        mean, scale = fit_scaling(X64[train_rows], self._per_feature_scaling)
-        X_scaled = torch.as_tensor((X64 - mean) / scale, dtype=torch.float32, device=self.device_)
-        X_train, X_val = X_scaled[train_rows], X_scaled[val_rows]
+        settings = self._game_settings(len(train_rows), n_components)
+        with FitThreads(self._step_size(n_components, settings)) as threads:
+            X64 = X.astype(np.float64, copy=False)
+            if len(records) < n_samples:
+                X64 = X64[records]
+            mean, scale = fit_scaling(X64[train_rows], self._per_feature_scaling)
+            X_scaled = torch.as_tensor(
+                (X64 - mean) / scale, dtype=torch.float32, device=self.device_
+            )
+            X_train, X_val = X_scaled[train_rows], X_scaled[val_rows]
 
-        with training_allocations():
-            autoencoder, critic = self._build(n_features, n_components, X_scaled, X_train, seed)
-            if autoencoder.fixed:  # one solve, no game
-                autoencoder.finish()
-                result = GameResult(history=[], n_iter=1, converged=True, best_init=0)
-            else:
-                X_train, X_val = autoencoder.prepare(X_train), autoencoder.prepare(X_val)
-                generator = torch.Generator(device=self.device_).manual_seed(seed)
-                settings = self._game_settings(len(train_rows), n_components)
-                game = AdversarialGame(autoencoder, critic, settings, generator)
-                result = game.play(X_train, X_val, desc=type(self).__name__)
+            with training_allocations():
+                autoencoder, critic = self._build(
+                    n_features, n_components, X_scaled, X_train, seed
+                )
+                if autoencoder.fixed:  # one solve, no game
+                    autoencoder.finish()
+                    result = GameResult(history=[], n_iter=1, converged=True, best_init=0)
+                else:
+                    X_train, X_val = autoencoder.prepare(X_train), autoencoder.prepare(X_val)
+                    generator = torch.Generator(device=self.device_).manual_seed(seed)
+                    game = AdversarialGame(autoencoder, critic, settings, generator)
+                    result = game.play(
+                        X_train, X_val, desc=type(self).__name__, on_evaluation=threads.rebalance
+                    )
 
-        self.n_iter_ = result.n_iter
-        self.history_ = result.history
-        self._store_fitted(autoencoder.cpu(), result.best_init, X, mean, scale)
+            self.n_iter_ = result.n_iter
+            self.history_ = result.history
+            self._store_fitted(autoencoder.cpu(), result.best_init, X, mean, scale)
         self.n_components_ = n_components
         return X
+
+    def _step_size(self, n_components, settings):
+        """Elements of a training step's largest tensor, the critic's first hidden layer of
+        every start: features x units x rows."""
+        width = self.critic_hidden if isinstance(self.critic_hidden, int) else self.critic_hidden[0]
+        return n_components * self.n_init * width * settings.batch_size
 
     def _build(self, n_features, n_components, X_scaled, X_train, seed):
         """The autoencoder and its critic (None where the autoencoder is ``fixed``), seeded,

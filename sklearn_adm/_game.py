@@ -38,6 +38,7 @@ from tqdm.auto import tqdm
 from ._adam import CriticAdam, make_adam
 from ._allocator import training_allocations
 from ._critic import dependence_mse
+from ._threads import FitThreads
 
 
 class Autoencoders(nn.Module):
@@ -210,6 +211,8 @@ def calibrated_fit(target, prediction):
 
 #: seconds of critic training after which a progress bar appears (on a terminal only)
 _PROGRESS_DELAY_S = 3.0
+#: critic updates between two measurements of the cores free
+_REBALANCE_STEPS = 100
 
 
 def train_critic(critic, z_train, *, steps, batch_size, learning_rate, generator):
@@ -220,10 +223,13 @@ def train_critic(critic, z_train, *, steps, batch_size, learning_rate, generator
     update = CriticUpdates(critic, CriticAdam(critic, learning_rate, device), device)
     batch_size = min(batch_size, len(z_train))
     progress = tqdm(range(steps), desc="critic", delay=_PROGRESS_DELAY_S, disable=None, leave=False)
-    with training_allocations():
-        for _ in progress:
+    work = critic.predictor_in_bias.numel() * batch_size  # the first hidden layer's elements
+    with FitThreads(work) as threads, training_allocations():
+        for step in progress:
             rows = torch.randint(len(z_train), (batch_size,), generator=generator, device=device)
             update(z_train[rows])
+            if step % _REBALANCE_STEPS == _REBALANCE_STEPS - 1:
+                threads.rebalance()
     return critic
 
 
@@ -383,8 +389,9 @@ class AdversarialGame:
             for batch in batches:
                 self.critic_update(batch)
 
-    def play(self, X_train, X_val, desc="ADM"):
+    def play(self, X_train, X_val, desc="ADM", on_evaluation=None):
         """Run the game; leave ``autoencoder`` holding the averaged encoder's weights.
+        ``on_evaluation()``, when given, is called after every held-out evaluation.
 
         Stopping rule: every ``eval_every`` updates, the averaged encoder encodes the held-out
         rows; training has converged when the leading start's representation (the one with
@@ -447,6 +454,8 @@ class AdversarialGame:
                 records[-1]["val"] = torch.stack([objective, *val_terms]).cpu()
                 records[-1]["val_change"] = change
                 last_good = copy.deepcopy(self.average.module.state_dict())
+                if on_evaluation is not None:
+                    on_evaluation()
                 progress.set_postfix(
                     reconstruction=f"{val_terms[0][leader].item():.4f}",
                     critic_mse=f"{val_terms[1][leader].item():.3f}",

@@ -22,6 +22,8 @@ import numba
 import numpy as np
 import torch
 
+from ._threads import FitThreads
+
 __all__ = [
     "distance_correlation_one_vs_rest",
     "distance_correlation_pairwise",
@@ -29,17 +31,15 @@ __all__ = [
 ]
 
 
-def _numba_on_torch_threads(kernel, *args):
-    """Run a parallel numba ``kernel`` on as many threads as torch uses, and leave torch's
-    count as it was. Numba's OpenMP pool shares torch's OpenMP runtime, and starting it sets
-    the count to every core: in a Dask worker of one thread, that made the next fits run two
-    threads per core, 4x slower."""
-    threads = torch.get_num_threads()
-    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-    try:
-        return kernel(*args)
-    finally:
-        torch.set_num_threads(threads)
+def _on_free_cores(kernel, z):
+    """Run a parallel numba ``kernel`` on ``z`` on the threads a fit would use
+    (:class:`~sklearn_adm._threads.FitThreads`), and leave torch's count as it was: numba's
+    OpenMP pool shares torch's OpenMP runtime, and starting it sets the count to every core (in
+    a Dask worker of one thread, that made the next fits run two threads per core, 4x
+    slower)."""
+    with FitThreads(work=z.size * len(z)) as threads:
+        numba.set_num_threads(min(threads.n_threads, numba.config.NUMBA_NUM_THREADS))
+        return kernel(z)
 
 
 @numba.njit(parallel=True, cache=True)
@@ -133,7 +133,7 @@ def distance_correlation_one_vs_rest(Z, *, squared=False, device="cpu"):
     Z = np.ascontiguousarray(Z, dtype=np.float64)
     n = Z.shape[0]
     if torch.device(device).type == "cpu":
-        row_a, row_b, sum_ab, sum_aa, sum_bb = _numba_on_torch_threads(_one_vs_rest_sums, Z)
+        row_a, row_b, sum_ab, sum_aa, sum_bb = _on_free_cores(_one_vs_rest_sums, Z)
     else:
         row_a, row_b, sum_ab, sum_aa, sum_bb = _one_vs_rest_sums_torch(Z, device)
     squared_dcor = _ratio(

@@ -80,7 +80,8 @@ def test_negentropy_step_only_ascends_and_beats_the_fixed_point():
     fixed = start
     for _ in range(60):
         fixed = _fixed_point(Y, Y @ fixed, fixed)
-    assert values[-1] >= negentropy(Y, fixed).item()
+    # at least the fixed point's limit (here both end at the same maximum, to rounding)
+    assert values[-1] >= negentropy(Y, fixed).item() - 1e-12
 
 
 def test_exploration_reaches_higher_contrast_on_digits():

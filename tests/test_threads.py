@@ -1,0 +1,158 @@
+"""The threads a fit computes with: the caller's cap, the free cores, the work's size, the
+user's override, and the caller's settings given back."""
+
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import torch
+from threadpoolctl import threadpool_info
+
+from sklearn_adm import PICA, DependenceScorer, training_threads
+from sklearn_adm import _threads
+from sklearn_adm._game import AdversarialGame
+from sklearn_adm.datasets import make_embedding_like
+
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
+X, _ = make_embedding_like(600, 16, random_state=0)
+#: 4 components x 4 starts x 32 units x 540 training rows: work for 4 threads
+LARGE = {"n_components": 4, "max_iter": 40, "random_state": 0}
+
+
+@pytest.fixture
+def cores(monkeypatch):
+    """Four usable cores, and other processes keeping ``load["others"]`` of them busy."""
+    load = {"others": 0.0, "readings": 0}
+
+    def others_busy(self, fresh):
+        load["readings"] += 1
+        return load["others"](load["readings"]) if callable(load["others"]) else load["others"]
+
+    monkeypatch.setattr(_threads.psutil, "cpu_count", lambda: 4)
+    monkeypatch.setattr(_threads, "cpu_count", lambda: 4)
+    monkeypatch.setattr(_threads._LoadMeter, "others_busy", others_busy)
+    return load
+
+
+@pytest.fixture
+def threads_in_game(monkeypatch):
+    """The number of torch threads at each encoder update of the games played."""
+    seen = []
+    step = AdversarialGame._encoder_step
+
+    def recording(self, X_train):
+        seen.append(torch.get_num_threads())
+        return step(self, X_train)
+
+    monkeypatch.setattr(AdversarialGame, "_encoder_step", recording)
+    return seen
+
+
+@pytest.fixture
+def caller_threads():
+    """Let the test set torch's threads; put back what they were."""
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize(
+    ("others", "caller", "expected"),
+    [
+        (0.0, 4, 4),  # an idle machine: every core
+        (1.0, 4, 3),  # one busy process: its core is left alone
+        (1.4, 4, 3),  # less than half a core more is still free
+        (1.6, 4, 2),
+        (3.9, 4, 1),  # never fewer than one
+        (0.0, 2, 2),  # never more than the caller allows
+    ],
+)
+def test_a_fit_uses_the_free_cores_up_to_the_callers_threads(
+    cores, threads_in_game, caller_threads, others, caller, expected
+):
+    cores["others"] = others
+    torch.set_num_threads(caller)
+    PICA(**LARGE).fit(X)
+    assert set(threads_in_game) == {expected}
+    assert torch.get_num_threads() == caller  # given back
+
+
+def test_small_work_uses_one_thread(cores, threads_in_game, caller_threads):
+    torch.set_num_threads(4)
+    # 1 component x 1 start x 8 units x 540 rows: a thread would have nothing to share
+    PICA(1, n_init=1, critic_hidden=8, max_iter=20, random_state=0).fit(X)
+    assert set(threads_in_game) == {1}
+
+
+def test_a_fit_follows_a_load_that_starts_while_it_runs(cores, threads_in_game, caller_threads):
+    cores["others"] = lambda reading: 0.0 if reading < 3 else 2.0  # two busy processes start
+    torch.set_num_threads(4)
+    PICA(**LARGE).fit(X)
+    assert threads_in_game[0] == 4
+    assert threads_in_game[-1] == 2
+
+
+def test_training_threads_fixes_the_number_whatever_the_load(
+    cores, threads_in_game, caller_threads
+):
+    cores["others"] = 3.0
+    torch.set_num_threads(2)
+    with training_threads(3):
+        PICA(**LARGE).fit(X)
+    assert set(threads_in_game) == {3}
+    assert torch.get_num_threads() == 2
+    threads_in_game.clear()
+    with training_threads(3), training_threads(None):  # None: the automatic choice again
+        PICA(**LARGE).fit(X)
+    assert set(threads_in_game) == {1}
+
+
+def test_training_threads_gives_the_same_model_under_any_load(cores):
+    models = []
+    for others in (0.0, 3.0):
+        cores["others"] = others
+        with training_threads(2):
+            models.append(PICA(**LARGE).fit(X).components_)
+    np.testing.assert_array_equal(*models)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_training_threads_rejects_what_is_not_a_count(bad):
+    with pytest.raises(ValueError, match="n_threads must be a positive int or None"):
+        with training_threads(bad):
+            pass
+
+
+def test_the_callers_blas_threads_are_given_back(cores):
+    before = [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+    cores["others"] = 3.0  # the fit limits the BLAS to one thread
+    PICA(**LARGE).fit(X)
+    DependenceScorer("dcor").score(X[:200])
+    after = [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+    assert after == before
+
+
+def test_fits_side_by_side_in_one_process_share_the_free_cores(cores, caller_threads):
+    torch.set_num_threads(4)
+    with _threads.FitThreads(10**9) as first:
+        with _threads.FitThreads(10**9) as second:
+            assert second.n_threads == 2  # four free cores, two fits
+        assert first.n_threads == 4
+        assert torch.get_num_threads() == 4
+
+
+def test_the_meter_sees_a_busy_process():
+    meter = _threads._LoadMeter()
+    meter.others_busy(fresh=True)
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)
+        meter.others_busy(fresh=False)  # the interval from the last reading: the hog starting
+        time.sleep(0.3)
+        assert meter.others_busy(fresh=False) > 0.5
+    finally:
+        hog.kill()
+        hog.wait()
