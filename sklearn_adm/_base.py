@@ -103,8 +103,6 @@ class BaseADMTransformer(
     _narrow_after = None
     _narrow_to = 1
     _narrow_on_penalty = False
-    #: times ``critic_steps`` that the critic takes per update until the starts are narrowed
-    _selection_critic_factor = 1
     #: the encoder's step size decays as learning_rate / (1 + t / this) (None: constant)
     _learning_rate_decay = None
     #: critic updates on the initial representations before the first encoder update
@@ -244,9 +242,7 @@ class BaseADMTransformer(
             X_train, X_val = X_scaled[train_rows], X_scaled[val_rows]
 
             with training_allocations():
-                autoencoder, critic = self._build(
-                    n_features, n_components, X_scaled, X_train, seed
-                )
+                autoencoder, critic = self._build(n_features, n_components, X_scaled, X_train, seed)
                 if autoencoder.fixed:  # one solve, no game
                     autoencoder.finish()
                     result = GameResult(history=[], n_iter=1, converged=True, best_init=0)
@@ -268,7 +264,7 @@ class BaseADMTransformer(
         """Elements of a training step's largest tensor, the critic's first hidden layer of
         every start: features x units x rows."""
         width = self.critic_hidden if isinstance(self.critic_hidden, int) else self.critic_hidden[0]
-        return n_components * self.n_init * width * settings.batch_size
+        return n_components * self.n_init * width * settings.critic_batch_size
 
     def _build(self, n_features, n_components, X_scaled, X_train, seed):
         """The autoencoder and its critic (None where the autoencoder is ``fixed``), seeded,
@@ -302,6 +298,7 @@ class BaseADMTransformer(
         return dict(
             critic_steps=self.critic_steps,
             batch_size=batch_size,
+            critic_batch_size=self._critic_batch_size(batch_size, n_components),
             max_iter=self.max_iter,
             learning_rate=self._encoder_learning_rate(n_components),
             critic_learning_rate=self.critic_learning_rate,
@@ -311,12 +308,15 @@ class BaseADMTransformer(
             narrow_after=self._narrow_after,
             narrow_to=self._narrow_to,
             narrow_on_penalty=self._narrow_on_penalty,
-            selection_critic_factor=self._selection_critic_factor,
             learning_rate_decay=self._decay_horizon(n_train),
             warmup_steps=self._warmup_steps,
             stop_on_objective=self._stop_on_objective,
             rank_window=self._rank_window,
         )
+
+    def _critic_batch_size(self, batch_size, n_components):
+        """Rows of the critic's minibatches (those of the encoder's by default)."""
+        return batch_size
 
     def _encoder_learning_rate(self, n_components):
         """The encoder's initial step size for ``n_components`` components."""

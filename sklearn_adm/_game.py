@@ -92,6 +92,8 @@ class GameSettings:
     variance_weight: float
     critic_steps: int
     batch_size: int
+    #: rows of the critic's minibatches
+    critic_batch_size: int
     max_iter: int
     learning_rate: float
     critic_learning_rate: float
@@ -112,10 +114,6 @@ class GameSettings:
     #: all, to the end)
     narrow_after: int | None = None
     narrow_to: int = 1
-    #: the critic takes this many times ``critic_steps`` per update until the starts are
-    #: narrowed: the choice among them rests on its held-out reading, which lags behind
-    #: starts that move
-    selection_critic_factor: int = 1
     #: rank the starts for narrowing by the autoencoder's selection penalty alone (the
     #: objective, still falling at different rates, would hide it)
     narrow_on_penalty: bool = False
@@ -270,16 +268,13 @@ class AdversarialGame:
         optimizer = CriticAdam(self.critic, self.settings.critic_learning_rate, device)
         return CriticUpdates(self.critic, optimizer, device)
 
-    def _batch(self, X, count=1):
-        """``count`` minibatches of rows of ``X``, stacked: ``(count * batch_size, ...)``; all
-        of ``X`` (once) when the batch size covers it."""
-        if self.settings.batch_size >= X.shape[0]:
+    def _batch(self, X, size, count=1):
+        """``count`` minibatches of ``size`` rows of ``X``, stacked: ``(count * size, ...)``;
+        all of ``X`` (once) when ``size`` covers it."""
+        if size >= X.shape[0]:
             return X
         index = torch.randint(
-            X.shape[0],
-            (count * self.settings.batch_size,),
-            generator=self.generator,
-            device=X.device,
+            X.shape[0], (count * size,), generator=self.generator, device=X.device
         )
         return torch.index_select(X, 0, index)  # a quarter of the time of X[index] here
 
@@ -316,7 +311,8 @@ class AdversarialGame:
                 )
 
     def _encoder_step(self, X_train):
-        loss, terms, _, _ = self._objective(self.autoencoder, self._batch(X_train), self.alpha)
+        batch = self._batch(X_train, self.settings.batch_size)
+        loss, terms, _, _ = self._objective(self.autoencoder, batch, self.alpha)
         params = [p for p in self.autoencoder.parameters() if p.requires_grad]
         # Restarts share no parameters: the gradient of the sum trains each on its own loss.
         grads = torch.autograd.grad(loss.sum(), params)  # the critic's own gradients are not needed
@@ -380,12 +376,12 @@ class AdversarialGame:
     def _train_critic(self, X_train, steps):
         """``steps`` critic updates against the encoder as it stands; the codes of
         ``critic_steps`` minibatches at a time are computed in one pass."""
-        chunk = self.settings.critic_steps
+        chunk, size = self.settings.critic_steps, self.settings.critic_batch_size
         for done in range(0, steps, chunk):
             count = min(chunk, steps - done)
             with torch.no_grad():
-                z = self.autoencoder.encode(self._batch(X_train, count))
-            batches = z.chunk(count) if len(z) == count * self.settings.batch_size else [z] * count
+                z = self.autoencoder.encode(self._batch(X_train, size, count))
+            batches = z.chunk(count) if len(z) == count * size else [z] * count
             for batch in batches:
                 self.critic_update(batch)
 
@@ -411,8 +407,7 @@ class AdversarialGame:
         progress = tqdm(total=s.max_iter, desc=desc, disable=s.verbose < 1, leave=False)
         try:
             for n_iter in range(1, s.max_iter + 1):
-                factor = s.selection_critic_factor if self._comparing_starts() else 1
-                self._train_critic(X_train, factor * s.critic_steps)
+                self._train_critic(X_train, s.critic_steps)
                 self._decay_learning_rate(n_iter)
                 loss, terms = self._encoder_step(X_train)
                 values = torch.stack([loss, *terms])  # (4, n_init)

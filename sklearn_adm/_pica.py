@@ -31,12 +31,17 @@ _ROTATION_ROWS = 4096
 #: plain fixed-point steps with which a rotation is solved from a new start (before the game,
 #: and on the final subspace), keeping the best iterate
 _EXPLORE_STEPS = 200
+_START_EXPLORE_STEPS = 200
+_GAME_ROTATION_ROWS = 4096
 #: ascent steps of each start's rotation before the game (it then takes one per update)
 _START_ROTATION_STEPS = 30
 #: ascent steps, at most, of the rotation on the final frame
 _FINAL_ROTATION_STEPS = 50
 #: random rotations tried, next to the game's, on each start's final subspace
 _FINAL_RESTARTS = 3
+#: rows x components of a critic minibatch, and its fewest rows
+_CRITIC_BATCH_WORK = 4096
+_MIN_CRITIC_ROWS = 128
 #: training rows up to which the step halves after ``PICA._learning_rate_decay`` updates;
 #: beyond, that horizon grows with the rows, up to ``_MAX_DECAY_GROWTH`` times
 _DECAY_ROWS = 2500
@@ -110,7 +115,7 @@ class _SubspaceAutoencoders(Autoencoders):
             rotation = negentropy_rotation(
                 self.rotation_rows @ self.frame.detach(),
                 polar(torch.randn_like(rotation)),
-                explore=_EXPLORE_STEPS,
+                explore=_START_EXPLORE_STEPS,
                 max_iter=_START_ROTATION_STEPS,
             )
         self.register_buffer("rotation", rotation)
@@ -187,7 +192,8 @@ class _SubspaceAutoencoders(Autoencoders):
             self.frame.copy_(polar(self.frame))
             self.preconditioner = self._preconditioner(self.frame)
             if self.rotate:
-                scores = torch.einsum("nk,rkd->rnd", self.rotation_rows, self.frame)
+                rows = self.rotation_rows[:_GAME_ROTATION_ROWS]
+                scores = torch.einsum("nk,rkd->rnd", rows, self.frame)
                 rotation, self.rotation_angle = negentropy_step(
                     scores, self.rotation, self.rotation_angle
                 )
@@ -282,8 +288,7 @@ class PICA(BaseADMTransformer):
         Weight of the hinge keeping each component's variance above 1. The components are
         white by construction, so PICA does not need it.
     critic_steps : int, default=4
-        Critic updates per encoder update (``k`` in Algorithm 1); twice as many while the
-        ``n_init`` starts are compared, since the choice among them rests on the critic.
+        Critic updates per encoder update (``k`` in Algorithm 1).
     critic_hidden : int or tuple of int, default=32
         Hidden widths of the dependency predictors.
     probe_hidden : int or tuple of int, default=16
@@ -294,7 +299,9 @@ class PICA(BaseADMTransformer):
     max_iter : int, default=1000
         Maximum number of encoder updates.
     batch_size : int or None, default=512
-        Rows per minibatch; None (or a size above the number of training rows) uses them all.
+        Rows per minibatch of the encoder; None (or a size above the number of training rows)
+        uses them all. The critic's minibatches hold ``max(128, 4096 // n_components)`` rows
+        when that is fewer.
     learning_rate : "auto" or float, default="auto"
         Initial angle, in radians, by which each direction of the subspace turns per update
         (in whitened coordinates); it decays as ``1 / (1 + t / h)`` so that the game, whose
@@ -330,8 +337,7 @@ class PICA(BaseADMTransformer):
         from driving the encoder. With fewer than 10 held-out rows, all rows serve both roles.
     n_init : int, default=4
         Number of starts, trained side by side in one batched game for the first 30 updates
-        (after 100 critic warm-up steps, and with ``2 * critic_steps`` critic updates per
-        update); then the start with the lowest held-out objective
+        (after 100 critic warm-up steps); then the start with the lowest held-out objective
         plays on alone. Start 0 is PCA's subspace; start ``r`` keeps PCA's leading
         directions and replaces the last ``ceil(n_components * r / n_init)``: start 1 by
         the next principal directions, the others by random ones around the cut.
@@ -465,7 +471,6 @@ class PICA(BaseADMTransformer):
         self.verbose = verbose
 
     _narrow_after = 30
-    _selection_critic_factor = 2
     _rank_window = 3
     _learning_rate_decay = 25
     _warmup_steps = 100
@@ -480,6 +485,13 @@ class PICA(BaseADMTransformer):
             return self.learning_rate
         growth = max(1.0, self.dependence_weight) * max(1.0, n_components / _AUTO_COMPONENTS)
         return _AUTO_LEARNING_RATE * growth**0.5
+
+    def _critic_batch_size(self, batch_size, n_components):
+        """A critic step costs its rows times its features: beyond 8 components the critic's
+        minibatches shrink so that rows x components stay ``_CRITIC_BATCH_WORK`` (at least
+        ``_MIN_CRITIC_ROWS`` rows)."""
+        rows = max(_MIN_CRITIC_ROWS, _CRITIC_BATCH_WORK // n_components)
+        return min(batch_size, rows)
 
     def _decay_horizon(self, n_train):
         """More rows let the judges, and the critic, see finer dependence: a game of as many

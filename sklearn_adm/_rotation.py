@@ -9,8 +9,10 @@ safeguard that makes every update an ascent of the contrast.
 import math
 
 import torch
+from torch import nn
 
 from ._adam import GameOptimizer
+from ._functional import tanh
 
 
 def polar(W):
@@ -49,16 +51,16 @@ _GAUSSIAN_LOG_COSH = 0.3745672075
 _MAX_ANGLE = 0.5
 #: halvings of the angle tried before a start keeps its rotation for this step
 _HALVINGS = 10
-
-
-def _log_cosh(u):
-    a = u.abs()
-    return a + torch.log1p(torch.exp(-2.0 * a)) - math.log(2.0)
+#: a fixed-point step that turns no column by more than this (``1 - |cos|``) is settled
+_SETTLED = 1e-6
 
 
 def _gaps(U):
-    """Per column of the scores ``U``: ``E[log cosh(u_j)] - E[log cosh(nu)]``."""
-    return _log_cosh(U).mean(dim=-2) - _GAUSSIAN_LOG_COSH
+    """Per column of the scores ``U``: ``E[log cosh(u_j)] - E[log cosh(nu)]``, with
+    ``log cosh(u) = |u| + log(1 + exp(-2|u|)) - log 2`` (softplus is one fused kernel)."""
+    a = U.abs()
+    log_cosh = nn.functional.softplus(-2.0 * a).mean(dim=-2) + a.mean(dim=-2) - math.log(2.0)
+    return log_cosh - _GAUSSIAN_LOG_COSH
 
 
 def negentropy(Y, R):
@@ -81,7 +83,7 @@ def _contrast(gaps):
 def _fixed_point(Y, U, R):
     """FastICA's symmetric fixed point (Hyvärinen 1999) from ``R``, with ``U = Y R``, written
     for columns: ``R <- polar(E[y g(y R)] - R diag E[g'(y R)])`` with ``g = tanh``."""
-    G = torch.tanh(U)
+    G = tanh(U)
     update = Y.transpose(-1, -2) @ G / Y.shape[-2] - R * (1.0 - G.square()).mean(
         dim=-2, keepdim=True
     )
@@ -93,7 +95,7 @@ def _fixed_point(Y, U, R):
 def _ascent_direction(Y, U, gaps, R):
     """The gradient of :func:`negentropy` on the rotations at ``R`` (``U = Y R``, ``gaps`` its
     :func:`_gaps`), as a skew matrix ``Omega``: ``R cayley(t Omega)`` moves along it."""
-    euclidean = Y.transpose(-1, -2) @ torch.tanh(U) / Y.shape[-2] * gaps.sign().unsqueeze(-2)
+    euclidean = Y.transpose(-1, -2) @ tanh(U) / Y.shape[-2] * gaps.sign().unsqueeze(-2)
     A = R.transpose(-1, -2) @ euclidean
     return A - A.transpose(-1, -2)
 
@@ -117,7 +119,9 @@ def negentropy_step(Y, R, angle):
         proposal = _fixed_point(Y, U, R)
         improved = negentropy(Y, proposal) > now
         new = torch.where(improved[:, None, None], proposal, R)
-        pending = ~improved
+        # a start whose fixed point maps it onto itself is at a stationary point of the
+        # contrast (FastICA's own test): no ascent direction is left to search along
+        pending = ~improved & (_turn(proposal, R) >= _SETTLED)
         if not pending.any():
             return new, angle
         omega = _ascent_direction(Y, U, gaps, R)
@@ -154,21 +158,29 @@ def negentropy_rotation(Y, R, *, explore=0, max_iter=200, tol=1e-6):
     U = Y @ R
     best, best_value = R, _contrast(_gaps(U))
     for _ in range(explore):
-        R = _fixed_point(Y, U, R)
+        previous, R = R, _fixed_point(Y, U, R)
         U = Y @ R
         value = _contrast(_gaps(U))
         better = value > best_value
         best = torch.where(better[:, None, None], R, best)
         best_value = torch.where(better, value, best_value)
+        if _turn(R, previous).max() < tol:  # every start at a fixed point: nothing to explore
+            break
     R = best
     angle = first_angles(len(R), R.dtype, R.device)
     for _ in range(max_iter):
         new, angle = negentropy_step(Y, R, angle)
-        turn = (1.0 - (new * R).sum(dim=-2).abs()).max()
+        turn = _turn(new, R).max()
         R = new
         if turn < tol:
             break
     return R
+
+
+def _turn(new, R):
+    """How far the columns of ``new`` turned from those of ``R``, per start: the largest
+    ``1 - |cos|`` of a column with its predecessor."""
+    return (1.0 - (new * R).sum(dim=-2).abs()).amax(dim=-1)
 
 
 class NormalisedMomentum(GameOptimizer):

@@ -37,8 +37,8 @@ __all__ = ["FitThreads", "training_threads"]
 
 #: elements of a step's largest tensor per thread: below this a thread has too little to do
 _ELEMENTS_PER_THREAD = 65_536
-#: a reading of the CPU's times older than this says nothing of the load now
-_STALE_S = 1.0
+#: a reading of the CPU's times older than this says too little of the load now
+_STALE_S = 3.0
 #: the shortest interval over which busy cores are measured: the system counts CPU time in
 #: ticks of 10 ms, so shorter intervals read one tick as a tenth of a core or more
 _MIN_INTERVAL_S = 0.05
@@ -172,8 +172,10 @@ class FitThreads:
         requested = _requested.get()
         if requested is not None:
             return requested
-        useful = max(1, self.work // _ELEMENTS_PER_THREAD)
-        return max(1, min(self._caller, useful, _free_cores(fresh)))
+        most = min(self._caller, self.work // _ELEMENTS_PER_THREAD)
+        if most <= 1:
+            return 1  # nothing to choose, no load to measure
+        return max(1, min(most, _free_cores(fresh)))
 
     def _apply(self, n_threads):
         if n_threads != self.n_threads:

@@ -9,7 +9,8 @@ import torch
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_adm import NonlinearPICA
-from sklearn_adm._nonlinear import _ACTIVATIONS, _BatchedMLP, _MLPAutoencoders, _SquaredError, _Tanh
+from sklearn_adm._functional import _Tanh
+from sklearn_adm._nonlinear import _ACTIVATIONS, _BatchedMLP, _MLPAutoencoders, _SquaredError
 from sklearn_adm.datasets import make_nonlinear_mixture
 
 

@@ -297,9 +297,9 @@ def test_divergence_is_detected_and_the_last_good_state_kept(monkeypatch):
     assert np.all(np.isfinite(pica.transform(X)))
 
 
-def test_critic_takes_twice_the_steps_until_the_starts_are_narrowed(monkeypatch):
-    """100 warm-up steps, then 2 x critic_steps per update for the 30 updates of the choice
-    among starts, then critic_steps per update for the start that plays on."""
+def test_critic_takes_its_warm_up_then_critic_steps_per_update(monkeypatch):
+    """100 warm-up steps on the four starts, then critic_steps per update: for the 30 updates
+    of the choice among starts, then for the start that plays on."""
     from sklearn_adm import _game
 
     steps = []
@@ -314,7 +314,7 @@ def test_critic_takes_twice_the_steps_until_the_starts_are_narrowed(monkeypatch)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         PICA(n_components=2, critic_steps=3, max_iter=40, random_state=0).fit(X)
-    assert steps == [(4, 100)] + [(4, 6)] * 30 + [(1, 3)] * 10
+    assert steps == [(4, 100)] + [(4, 3)] * 30 + [(1, 3)] * 10
 
 
 def test_keyboard_interrupt_leaves_a_usable_model(monkeypatch):

@@ -10,8 +10,7 @@ import pytest
 import torch
 from threadpoolctl import threadpool_info
 
-from sklearn_adm import PICA, DependenceScorer, training_threads
-from sklearn_adm import _threads
+from sklearn_adm import PICA, DependenceScorer, _threads, training_threads
 from sklearn_adm._game import AdversarialGame
 from sklearn_adm.datasets import make_embedding_like
 
