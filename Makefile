@@ -29,6 +29,8 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check sklearn_adm tests examples benchmarks
 
 bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_times.py
+	$(BIN)/python benchmarks/bench_contention.py
 	$(BIN)/python benchmarks/bench_critic.py --output doc/bench_table.md
 	$(BIN)/python benchmarks/bench_pica.py
 	$(BIN)/python benchmarks/bench_dcor.py

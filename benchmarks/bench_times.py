@@ -108,7 +108,7 @@ def main():
         for name, job in workloads(args.device).items()
         if not args.only or any(part in name for part in args.only)
     }
-    PICA(2, max_iter=20, device=args.device).fit(make_pca_vs_pica(500)[0])  # imports, device
+    timed(lambda: PICA(2, max_iter=20, device=args.device).fit(make_pca_vs_pica(500)[0]))
     rows = []
     for name, (ours, (peer_name, peer)) in jobs.items():
         mine, theirs, stopped = [], [], False

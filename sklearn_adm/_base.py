@@ -24,6 +24,8 @@ from ._threads import FitThreads
 
 #: below this many held-out rows, the held-out estimate is too noisy: all rows serve both roles
 _MIN_VALIDATION_ROWS = 10
+#: the fewest rows of a critic's minibatch
+_MIN_CRITIC_ROWS = 128
 #: data are continuous when each column takes at least this share as many distinct values as
 #: there are distinct rows (float32 rounding makes a few values coincide by chance)
 _CONTINUOUS_SHARE = 0.9
@@ -98,6 +100,8 @@ class BaseADMTransformer(
     }
 
     _per_feature_scaling = False
+    #: rows x components of the critic's minibatches (None: the encoder's ``batch_size``)
+    _critic_batch_work = None
     #: encoder updates after which only the ``_narrow_to`` leading starts play on (None: all
     #: to the end)
     _narrow_after = None
@@ -315,8 +319,12 @@ class BaseADMTransformer(
         )
 
     def _critic_batch_size(self, batch_size, n_components):
-        """Rows of the critic's minibatches (those of the encoder's by default)."""
-        return batch_size
+        """Rows of the critic's minibatches. A critic step costs its rows times its features:
+        with ``_critic_batch_work`` set, the minibatches shrink beyond that many rows x
+        components (to ``_MIN_CRITIC_ROWS`` at least); else they are the encoder's."""
+        if self._critic_batch_work is None:
+            return batch_size
+        return min(batch_size, max(_MIN_CRITIC_ROWS, self._critic_batch_work // n_components))
 
     def _encoder_learning_rate(self, n_components):
         """The encoder's initial step size for ``n_components`` components."""

@@ -214,7 +214,9 @@ class NonlinearPICA(BaseADMTransformer):
     max_iter : int, default=2000
         Maximum number of encoder updates.
     batch_size : int or None, default=512
-        Rows per minibatch; None (or a size above the number of training rows) uses them all.
+        Rows per minibatch of the autoencoder; None (or a size above the number of training
+        rows) uses them all. The critic's minibatches hold ``max(128, 2048 // n_components)``
+        rows when that is fewer.
     learning_rate : float, default=3e-3
         Adam's step size for the weights of the encoder and the decoder.
     critic_learning_rate : float, default=2e-2
@@ -282,6 +284,7 @@ class NonlinearPICA(BaseADMTransformer):
     # contrast after 200, 300 or 400 updates always kept one that does (after 100, 6 of 20
     # missed), the held-out objective not (it is still falling).
     _narrow_after = 200
+    _critic_batch_work = 2048
     _narrow_to = 2
     _narrow_on_penalty = True
 

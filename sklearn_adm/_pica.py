@@ -39,9 +39,6 @@ _START_ROTATION_STEPS = 30
 _FINAL_ROTATION_STEPS = 50
 #: random rotations tried, next to the game's, on each start's final subspace
 _FINAL_RESTARTS = 3
-#: rows x components of a critic minibatch, and its fewest rows
-_CRITIC_BATCH_WORK = 4096
-_MIN_CRITIC_ROWS = 128
 #: training rows up to which the step halves after ``PICA._learning_rate_decay`` updates;
 #: beyond, that horizon grows with the rows, up to ``_MAX_DECAY_GROWTH`` times
 _DECAY_ROWS = 2500
@@ -471,6 +468,7 @@ class PICA(BaseADMTransformer):
         self.verbose = verbose
 
     _narrow_after = 30
+    _critic_batch_work = 4096
     _rank_window = 3
     _learning_rate_decay = 25
     _warmup_steps = 100
@@ -485,13 +483,6 @@ class PICA(BaseADMTransformer):
             return self.learning_rate
         growth = max(1.0, self.dependence_weight) * max(1.0, n_components / _AUTO_COMPONENTS)
         return _AUTO_LEARNING_RATE * growth**0.5
-
-    def _critic_batch_size(self, batch_size, n_components):
-        """A critic step costs its rows times its features: beyond 8 components the critic's
-        minibatches shrink so that rows x components stay ``_CRITIC_BATCH_WORK`` (at least
-        ``_MIN_CRITIC_ROWS`` rows)."""
-        rows = max(_MIN_CRITIC_ROWS, _CRITIC_BATCH_WORK // n_components)
-        return min(batch_size, rows)
 
     def _decay_horizon(self, n_train):
         """More rows let the judges, and the critic, see finer dependence: a game of as many

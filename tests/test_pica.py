@@ -449,3 +449,24 @@ def test_step_decays_over_passes_over_the_rows_up_to_four_times_the_updates(n_tr
     """A game of as many updates on 10,000 rows as on 2,500 stopped at 0.82 x FastICA's
     dependence where 3,000 of the same rows read 0.6 x: the horizon follows the rows."""
     assert PICA()._decay_horizon(n_train) == pytest.approx(horizon)
+
+
+@pytest.mark.parametrize(("n_components", "rows"), [(2, 512), (16, 256), (32, 128)])
+def test_critic_minibatches_shrink_beyond_eight_components(monkeypatch, n_components, rows):
+    """A critic step costs rows x features: beyond 8 components its minibatches hold
+    4096 // n_components rows (at least 128); the encoder's keep batch_size."""
+    from sklearn_adm import _game
+
+    sizes = []
+    original = _game.CriticUpdates.__call__
+
+    def counted(self, batch):
+        sizes.append(len(batch))
+        return original(self, batch)
+
+    monkeypatch.setattr(_game.CriticUpdates, "__call__", counted)
+    X, _ = make_embedding_like(1200, 48, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        PICA(n_components, max_iter=3, random_state=0).fit(X)
+    assert set(sizes) == {rows}

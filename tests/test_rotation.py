@@ -104,3 +104,44 @@ def test_exploration_reaches_higher_contrast_on_digits():
     explored = negentropy(Ys, negentropy_rotation(Ys, starts, explore=200, max_iter=300))
     assert explored.max() > ascent.max() + 0.01
     assert explored.max() > fastica - 1e-3
+
+
+def _settled_rotation(Y):
+    start = polar(torch.randn(1, Y.shape[-1], Y.shape[-1], dtype=Y.dtype))
+    return negentropy_rotation(Y, start, explore=200, max_iter=200, tol=1e-12)
+
+
+def test_a_settled_rotation_takes_no_line_search(monkeypatch):
+    """At a fixed point of FastICA's iteration there is no ascent direction: the step keeps
+    the rotation after reading the contrast at it and at its fixed point, without trying
+    any angle (it used to try ten)."""
+    from sklearn_adm import _rotation
+
+    torch.manual_seed(0)
+    sources = torch.rand(4000, 3, dtype=torch.float64) * 2 - 1
+    Y = (sources @ polar(torch.randn(3, 3, dtype=torch.float64)))[None] * 3**0.5
+    R = _settled_rotation(Y)
+    calls = []
+    counted = _rotation.negentropy
+    monkeypatch.setattr(_rotation, "negentropy", lambda *a: calls.append(1) or counted(*a))
+    new, angle = negentropy_step(Y, R, torch.tensor([0.5], dtype=torch.float64))
+    assert len(calls) == 1  # the fixed point's contrast; the current one is read directly
+    np.testing.assert_allclose(new, R, atol=1e-6)
+    assert angle.item() == 0.5
+
+
+def test_exploration_stops_once_every_start_sits_at_a_fixed_point(monkeypatch):
+    from sklearn_adm import _rotation
+
+    torch.manual_seed(0)
+    sources = torch.rand(4000, 3, dtype=torch.float64) * 2 - 1
+    Y = (sources @ polar(torch.randn(3, 3, dtype=torch.float64)))[None] * 3**0.5
+    steps = []
+    counted = _rotation._fixed_point
+    monkeypatch.setattr(_rotation, "_fixed_point", lambda *a: steps.append(1) or counted(*a))
+    R = negentropy_rotation(Y, polar(torch.randn(1, 3, 3, dtype=torch.float64)), explore=200)
+    explored = len(steps)
+    assert explored < 50  # FastICA converges on uniform sources in a few steps
+    estimated = (Y @ R)[0]
+    correlation = np.corrcoef(np.c_[sources.numpy(), estimated.numpy()].T)[:3, 3:]
+    assert (np.abs(correlation).max(axis=1) > 0.99).all()
