@@ -223,11 +223,7 @@ class BaseADMTransformer(
         """Validate ``X``, play the game and store the fitted state; return the validated X."""
         X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=2)
         n_samples, n_features = X.shape
-        n_components = n_features if self.n_components is None else self.n_components
-        if n_components > n_features:
-            raise ValueError(
-                f"n_components={n_components} must be between 1 and n_features={n_features}."
-            )
+        n_components = self._resolve_n_components(n_samples, n_features)
         self.device_ = resolve_device(self.device)
         rng = check_random_state(self.random_state)
         seed = int(rng.randint(np.iinfo(np.int32).max))
@@ -263,6 +259,15 @@ class BaseADMTransformer(
             self._store_fitted(autoencoder.cpu(), result.best_init, X, mean, scale)
         self.n_components_ = n_components
         return X
+
+    def _resolve_n_components(self, n_samples, n_features):
+        """The number of components a fit of ``n_samples x n_features`` data learns."""
+        n_components = n_features if self.n_components is None else self.n_components
+        if n_components > n_features:
+            raise ValueError(
+                f"n_components={n_components} must be between 1 and n_features={n_features}."
+            )
+        return n_components
 
     def _step_size(self, n_components, settings):
         """Elements of a training step's largest tensor, the critic's first hidden layer of

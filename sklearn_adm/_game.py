@@ -122,6 +122,9 @@ class GameSettings:
     #: stop when the leading start's held-out objective has not improved by ``tol`` over
     #: ``n_iter_no_change`` updates (instead of when its representation stops changing)
     stop_on_objective: bool = False
+    #: stop, before the first update too, when the held-out critic finds no more dependence
+    #: than independence gives (:func:`within_noise`)
+    stop_when_independent: bool = False
 
 
 @dataclass
@@ -130,6 +133,8 @@ class GameResult:
     n_iter: int
     converged: bool
     best_init: int
+    #: the held-out critic found no dependence beyond noise where the game stopped
+    independent: bool = False
 
 
 _TERMS = ("objective", "reconstruction", "critic_mse", "variance_penalty")
@@ -211,6 +216,22 @@ def calibrated_fit(target, prediction):
 _PROGRESS_DELAY_S = 3.0
 #: critic updates between two measurements of the cores free
 _REBALANCE_STEPS = 100
+#: standard deviations above its mean under independence at which a held-out dependence
+#: estimate counts as dependence (:func:`within_noise`)
+_NOISE_SIGMAS = 3.0
+
+
+def within_noise(critic_mse, n_rows, n_features):
+    """Whether a held-out critic MSE (the mean over ``n_features`` features, each calibrated
+    on the same ``n_rows`` rows that the critic never trained on) is what independence gives.
+
+    For fixed predictors, a feature's fitted shrinkage on independent rows leaves
+    ``n_rows * (1 - MSE_j)`` distributed as ``max(0, N(0, 1))^2`` (one scale fitted, clipped
+    at 0): mean 1/2, variance 5/4. The sum over features is compared with its mean plus
+    ``_NOISE_SIGMAS`` standard deviations.
+    """
+    excess = n_rows * n_features * (1.0 - float(critic_mse))
+    return excess <= n_features / 2 + _NOISE_SIGMAS * math.sqrt(1.25 * n_features)
 
 
 def train_critic(critic, z_train, *, steps, batch_size, learning_rate, generator):
@@ -404,6 +425,10 @@ class AdversarialGame:
         converged, n_iter = False, 0
         best, best_at = math.inf, 0
         self._train_critic(X_train, s.warmup_steps)
+        if s.stop_when_independent:
+            found = self._nothing_to_remove(X_val)
+            if found is not None:
+                return found
         progress = tqdm(total=s.max_iter, desc=desc, disable=s.verbose < 1, leave=False)
         try:
             for n_iter in range(1, s.max_iter + 1):
@@ -445,6 +470,10 @@ class AdversarialGame:
                         self.autoencoder.n_init,
                     )
                     converged = change < s.tol
+                if s.stop_when_independent:
+                    independent = self._within_noise(val_terms[1][leader], X_val)
+                    records[-1]["independent"] = independent
+                    converged = converged or independent
                 snapshots = [*snapshots[-(s.n_iter_no_change // s.eval_every) :], (n_iter, codes)]
                 records[-1]["val"] = torch.stack([objective, *val_terms]).cpu()
                 records[-1]["val_change"] = change
@@ -478,7 +507,24 @@ class AdversarialGame:
                 stacklevel=3,
             )
         history = [_history_entry(record, leader) for record in records]
-        return GameResult(history=history, n_iter=n_iter, converged=converged, best_init=leader)
+        independent = bool(records and records[-1].get("independent", False))
+        return GameResult(history, n_iter, converged, leader, independent)
+
+    def _within_noise(self, critic_mse, X_val):
+        return within_noise(critic_mse, len(X_val), self.critic.n_features // self.critic.n_groups)
+
+    def _nothing_to_remove(self, X_val):
+        """Before the first update: the result of a game that stops at once, with the starts
+        as they are, where the held-out critic finds no dependence beyond noise in the best;
+        None where it finds some."""
+        objective, val_terms, _, criterion = self._evaluate(X_val)
+        leader = int(criterion.argmin())
+        if not self._within_noise(val_terms[1][leader], X_val):
+            return None
+        record = {"iteration": 0, "val": torch.stack([objective, *val_terms]).cpu()}
+        record.update(val_change=0.0, independent=True)
+        self.autoencoder.finish()
+        return GameResult([_history_entry(record, leader)], 0, True, leader, True)
 
 
 def _cut_state(state_dict, index):
@@ -508,11 +554,14 @@ def _relative_change(snapshots, since, z, init, n_init):
 
 def _history_entry(record, init):
     entry = {"iteration": record["iteration"]}
-    entry.update(zip(_TERMS, record["train"][:, init].tolist(), strict=True))
+    if "train" in record:  # not before the first update
+        entry.update(zip(_TERMS, record["train"][:, init].tolist(), strict=True))
     if "val" in record:
         val_terms = ["val_" + t for t in _TERMS]
         entry.update(zip(val_terms, record["val"][:, init].tolist(), strict=True))
         entry["val_change"] = record["val_change"]
+    if "independent" in record:
+        entry["independent"] = record["independent"]
     return entry
 
 

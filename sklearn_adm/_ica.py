@@ -1,72 +1,77 @@
-"""ICA: independent components of whitened data, turned by the ADM critic (paper, Sec. 4)."""
+"""ICA: FastICA's estimator, with its start refined and then turned by the ADM critic
+(paper, Sec. 4)."""
 
+import math
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
 import torch
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.decomposition import FastICA
+from sklearn.utils._param_validation import Interval
 from torch import nn
 
 from ._base import BaseADMTransformer, _widths_constraint
 from ._game import Autoencoders, GameSettings
-from ._rotation import negentropy, negentropy_rotation, polar, retract
-from ._scaling import principal_axes
-from ._score_matching import likelihood_rotation
-from ._spacings import entropy_rotation
+from ._rotation import polar, retract
+from ._score_matching import fisher_information, gaussian_looking, likelihood_rotation
+from ._spacings import entropy_rotation, search_rows
 
-#: random starts of FastICA's contrast, whose best the entropy search refines; plain
-#: fixed-point steps from each, keeping the best, then ascent steps
-_CONTRAST_STARTS, _EXPLORE_STEPS, _ASCENT_STEPS = 4, 20, 100
+#: FastICA's parameters that ICA passes to its start, validated as FastICA validates them
+_FASTICA_PARAMETERS = ("algorithm", "whiten", "fun", "fun_args", "w_init", "whiten_solver")
+#: FastICA's runs from random starts added where its first solution has a Gaussian column
+_EXTRA_STARTS = 3
 #: Jacobi sweeps of the entropy search (more than two columns)
 _START_SWEEPS = 2
-#: quasi-Newton steps of maximum likelihood under fitted scores, from the entropy search
+#: quasi-Newton steps of maximum likelihood under fitted scores, after the entropy search
 _LIKELIHOOD_STEPS = 5
 #: weight of a rotation's squared distance from its start, against the critic's (1 - MSE)
 _ANCHOR_WEIGHT = 2.0
 
 
+def refined_start(white, rotation):
+    """FastICA's rotation ``(d, d)`` of the white rows ``white`` ``(n, d)``, refined for
+    densities that its fixed contrast misses.
+
+    First, where the entropy search sees every row (its smoothed replicates cover the data,
+    :func:`~._spacings.search_rows`), the rotation is turned, one plane at a time, to the
+    least summed m-spacing entropy of the columns (:mod:`._spacings`): a contrast that
+    adapts to the sources' densities (multimodal, skewed) and, with two columns, a global
+    search. On more rows than it sees, its estimate is noisier than the start (32 sources of
+    100,000 rows: Amari error x 100 from 0.31 to 0.65) and it is skipped. Then a few Newton
+    steps of maximum likelihood under each column's score fitted by score matching
+    (:mod:`._score_matching`) turn all planes at once. A plane whose two columns both look
+    Gaussian in the start has no density to adapt to, and the estimates' noise alone would
+    turn it (Bach & Jordan's nearly Gaussian density (i), 1,000 rows: Amari error x 100 6.4
+    for FastICA, 7.6 refined): such planes keep FastICA's angle.
+    """
+    n, d = white.shape
+    if gaussian_looking(white @ rotation).all():
+        return rotation
+    if d > 1 and n <= search_rows(n, d):
+        rotation = entropy_rotation(white, rotation, sweeps=_START_SWEEPS)
+    # a plane of two Gaussian-looking columns has no direction to prefer: it stays
+    non_gaussian = ~gaussian_looking(white @ rotation)
+    movable = non_gaussian[:, None] | non_gaussian[None, :]
+    return likelihood_rotation(white, rotation, steps=_LIKELIHOOD_STEPS, movable=movable)
+
+
 class _RotationEncoders(Autoencoders):
-    """``n_init`` rotations of the whitened data, side by side.
+    """``n_init`` copies of one rotation of the whitened data, side by side.
 
     The data are whitened once (``prepare``), so every rotation ``R`` gives white codes
     ``z = x~ R`` and loses nothing: the reconstruction is perfect and only the critic moves
     ``R``. A rotation is ``R = base expm(S - S^T)``; the game's optimizer moves the skew
     generator ``S``, which ``after_update`` folds into ``base`` (so ``S`` stays 0 between
-    updates and ``R`` orthonormal to rounding).
-
-    Every start begins at the same rotation, built from all rows: the best maximum of
-    FastICA's log-cosh contrast from a few random rotations, then turned, one plane at a
-    time, to the least summed m-spacing entropy of the columns (:mod:`._spacings`), a
-    contrast that adapts to the sources' densities where log cosh misses some (multimodal,
-    skewed), then by a few Newton steps of maximum likelihood under each column's score
-    fitted by score matching (:mod:`._score_matching`), which turn all planes at once
-    where the sweeps leave many columns short of the optimum. The starts differ in their
-    critics; the game then turns each rotation against its critic, and the held-out rows
-    pick the best.
+    updates and ``R`` orthonormal to rounding). The copies differ in their critics; the
+    held-out rows pick the best.
     """
 
-    def __init__(self, X_rows, n_components, n_init):
+    def __init__(self, whitener, start, n_init):
         super().__init__()
         self.n_init = n_init
-        X = X_rows.double()
-        eigenvalues, vectors, floor = principal_axes(X)
-        whitener = vectors[:, :n_components] * eigenvalues[:n_components].clamp_min(floor).rsqrt()
-        self.register_buffer("whitener", whitener.to(X_rows.dtype))
-        white = X @ whitener
-        # drawn on the CPU, so that a seed gives the same starts on every device
-        shape = (_CONTRAST_STARTS, n_components, n_components)
-        starts = polar(torch.randn(shape, dtype=X.dtype)).to(X.device)
-        starts = negentropy_rotation(
-            white.expand(len(starts), -1, -1),
-            starts,
-            explore=_EXPLORE_STEPS,
-            max_iter=_ASCENT_STEPS,
-        )
-        contrast_maximum = starts[negentropy(white, starts).argmax()]
-        start = entropy_rotation(white, contrast_maximum, sweeps=_START_SWEEPS)
-        start = likelihood_rotation(white, start, steps=_LIKELIHOOD_STEPS)
-        base = start.expand(n_init, -1, -1).to(X_rows.dtype)
-        self.register_buffer("base", base.clone())
+        self.register_buffer("whitener", whitener)
+        self.register_buffer("base", start.expand(n_init, -1, -1).clone())
         self.register_buffer("start", self.base.clone())
         self.skew = nn.Parameter(torch.zeros_like(self.base))
 
@@ -106,40 +111,54 @@ class _RotationEncoders(Autoencoders):
 class ICA(BaseADMTransformer):
     r"""Independent component analysis by adversarial dependence minimisation.
 
-    A drop-in for :class:`sklearn.decomposition.FastICA` (with ``whiten="unit-variance"``):
-    the data are centred and whitened, and the un-mixing is a rotation of the whitened data.
-    Where FastICA climbs a fixed contrast (log cosh), this rotation starts from a contrast
-    that adapts to the sources' densities and is then trained against an ADM critic that
-    *learns* the dependence left between the components (paper, Algorithm 1), so it
-    separates sources whose non-Gaussianity a fixed contrast does not see (multimodal,
-    skewed). The start is FastICA's best solution from a few random rotations, turned one
-    plane at a time to the least summed m-spacing entropy of the components (Vasicek's
-    estimate, as in Learned-Miller & Fisher's RADICAL) on a smoothing of the data, then
-    refined by a few Newton steps of maximum likelihood under each component's score,
-    fitted by score matching in a small basis (tanh and Gaussian bumps). A penalty on the
-    distance from the start keeps a rotation there where the critic finds no dependence to
-    remove. The game, its held-out rows, its averaged encoder and its stopping rule are those
-    of :class:`PICA`; the whitening and the start use all rows, the critic only the training
-    rows.
+    A drop-in for :class:`sklearn.decomposition.FastICA`: it takes FastICA's whole
+    constructor with FastICA's meaning, and has its fitted attributes. The fit starts where
+    FastICA ends (the same whitening, contrast ``fun``, scheme ``algorithm`` and start
+    ``w_init``), refines that rotation for densities a fixed contrast misses, and then lets an
+    ADM critic (paper, Algorithm 1) look for dependence left between the components on rows
+    it never trained on: where it finds none beyond noise, the fit stops there (``n_iter_ ==
+    0``); where it finds some, the game turns the rotation against it.
 
-    On Bach & Jordan's 18 source densities (``benchmarks/bench_ica.py``, 10 draws each) its
-    mean Amari error was 0.36 of the better of FastICA and Picard with two sources and 1,000
-    rows, 0.30 with four and 0.28 with eight (0.47 and 0.55 when each source's density is
-    drawn at random); at these sizes the critic's game changed the start's error by less than
-    the noise between draws. It costs far more than FastICA (0.7 s for two sources and 1,000
-    rows on a 2-core CPU, 6 s for eight and 4,000 rows, against milliseconds): pick it when
-    the sources' densities are unknown, multimodal or skewed, where a fixed contrast fails.
-    Data that are not such a mixture, such as sentence embeddings, have no rotation that
-    makes the components independent: there the critic keeps turning it until ``max_iter``
-    (a ConvergenceWarning), and gradient-boosted trees read the components of 8 to 32 of
-    them 1.0 to 1.3 times as dependent as FastICA's. For such data use :class:`PICA`.
+    The refinement turns the rotation, one plane at a time, to the least summed m-spacing
+    entropy of the components (Vasicek's estimate, as in Learned-Miller & Fisher's RADICAL),
+    where that search sees every row (up to 24,000 rows for up to 8 sources, fewer for
+    more), then takes a few Newton steps of maximum likelihood under each component's score, fitted by
+    score matching in a small basis (tanh and Gaussian bumps). It separates sources whose
+    non-Gaussianity log cosh does not see (multimodal, skewed); see the user guide for the
+    benchmark against FastICA and Picard. Data that are not such a mixture, such as sentence
+    embeddings, have no rotation that makes the components independent: use :class:`PICA`.
 
     Parameters
     ----------
     n_components : int, default=None
-        Number of components. None: ``n_features``.
-    whiten : {"unit-variance"}, default="unit-variance"
-        The components have unit variance, as FastICA's with this option.
+        Number of components. None: ``min(n_samples, n_features)``; more is cut to that,
+        with a warning. Ignored, with a warning, when ``whiten=False``.
+    algorithm : {"parallel", "deflation"}, default="parallel"
+        FastICA's scheme for the start: all components at once, or one at a time.
+    whiten : {"unit-variance", "arbitrary-variance"} or False, default="unit-variance"
+        As FastICA's: ``"unit-variance"`` centres and whitens the data and scales each
+        component to unit variance; ``"arbitrary-variance"`` leaves the components the
+        variance of FastICA's (``1 / n_samples`` each); False takes data that are already
+        white (identity covariance), neither centres them nor reduces them, and
+        ``components_`` is then the rotation itself.
+    fun : {"logcosh", "exp", "cube"} or callable, default="logcosh"
+        FastICA's contrast for the start (a callable returns the derivative and the mean of
+        the second derivative, as FastICA's).
+    fun_args : dict, default=None
+        Arguments of ``fun`` (``{"alpha": 1.0}`` for "logcosh").
+    max_iter : int, default=200
+        Iterations of the start's fixed point, and updates of the rotation in the game, at
+        most each.
+    tol : float, default=1e-4
+        Tolerance of the start's fixed point; the game stops when the components changed by
+        less than ``tol`` (relative to their variance) over ``n_iter_no_change`` updates.
+    w_init : array-like of shape (n_components, n_components), default=None
+        The start's initial un-mixing of the whitened data, as FastICA's; None draws it from
+        ``random_state``.
+    whiten_solver : {"svd", "eigh"}, default="svd"
+        FastICA's solver of the whitening.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the start, the split and the critic.
     critic_steps : int, default=1
         Critic updates per update of the rotation.
     critic_hidden : int or tuple of int, default=32
@@ -147,9 +166,7 @@ class ICA(BaseADMTransformer):
     probe_hidden : int or tuple of int, default=16
         Hidden widths of each probe network.
     probes : bool, default=True
-        If False, only dependence of the conditional mean is removed.
-    max_iter : int, default=300
-        Updates of the rotation, at most.
+        If False, only dependence of the conditional mean is sought.
     batch_size : int or None, default=256
         Rows per update; None uses all training rows.
     learning_rate : float, default=2e-2
@@ -157,42 +174,43 @@ class ICA(BaseADMTransformer):
         ``learning_rate / (1 + t / 25)``.
     critic_learning_rate : float, default=2e-2
         Step size of the critic's Adam optimizer.
-    tol : float, default=1e-4
-        Training stops when the components changed by less than ``tol`` (relative to their
-        variance) over ``n_iter_no_change`` updates.
     n_iter_no_change : int, default=50
         See ``tol``.
     validation_fraction : float, default=0.2
-        Share of the rows held out: the critic never trains on them; they calibrate it,
-        rank the starts and decide when to stop.
+        Share of the rows held out from the critic's training: they decide whether there is
+        dependence to remove, rank the critics and decide when to stop. The start uses all
+        rows.
     n_init : int, default=4
         Critics played side by side, each turning its own copy of the start; the rotation
         of the best on the held-out rows is kept.
     device : str, default="auto"
         ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"mps"``.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the starts, the split and the critic.
     verbose : int, default=0
         Above 0, a progress bar.
 
     Attributes
     ----------
     components_ : ndarray of shape (n_components, n_features)
-        The un-mixing matrix: ``transform(X) == (X - mean_) @ components_.T``.
+        The un-mixing matrix: ``transform(X) == (X - mean_) @ components_.T`` (``X @
+        components_.T`` when ``whiten=False``).
     mixing_ : ndarray of shape (n_features, n_components)
         The pseudo-inverse of ``components_``: ``inverse_transform(S) == S @ mixing_.T +
-        mean_``.
+        mean_`` (without ``mean_`` when ``whiten=False``).
     mean_ : ndarray of shape (n_features,)
-        The mean of the training data.
+        The mean of the training data. Only set when ``whiten`` is not False.
     whitening_ : ndarray of shape (n_components, n_features)
         The whitening: ``(X - mean_) @ whitening_.T`` has identity covariance on the
-        rows it was fitted on, and ``components_`` is a rotation of it.
+        training rows, and ``components_`` is a rotation of it. Only set when ``whiten`` is
+        not False.
     n_components_ : int
         Number of components.
     n_iter_ : int
-        Updates of the rotation that ran.
+        Updates of the rotation in the game; 0 where the held-out critic found no
+        dependence to remove in the start.
     history_ : list of dict
-        Per update: the critic's MSE (and, every 10 updates, on held-out rows).
+        Per update: the critic's MSE (and, every 10 updates, on held-out rows, with
+        ``"independent"``: whether that held-out estimate was within the noise of
+        independence). When ``n_iter_ == 0``, one entry, before any update.
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -200,8 +218,18 @@ class ICA(BaseADMTransformer):
 
     See Also
     --------
-    sklearn.decomposition.FastICA : ICA with a fixed contrast, far faster.
+    sklearn.decomposition.FastICA : ICA with a fixed contrast, ICA's start.
     PICA : fewer components than features, chosen for variance and independence.
+
+    Notes
+    -----
+    ``fun``, ``fun_args``, ``algorithm``, ``w_init``, ``whiten_solver``, ``max_iter`` and
+    ``tol`` reach FastICA unchanged, which validates them (a ``w_init`` of the wrong shape, a
+    ``fun`` that does not return a pair, an ``alpha`` outside [1, 2] raise FastICA's
+    ``ValueError``) and warns as FastICA does (a ``ConvergenceWarning`` from the start reads
+    "FastICA did not converge"). The refinement and the game then change the rotation only,
+    so the whitening is FastICA's. The components' signs are fixed: each component's
+    largest coefficient is positive.
 
     Examples
     --------
@@ -218,22 +246,22 @@ class ICA(BaseADMTransformer):
     """
 
     _parameter_constraints: dict = {
+        **{name: FastICA._parameter_constraints[name] for name in _FASTICA_PARAMETERS},
         "n_components": [Interval(Integral, 1, None, closed="left"), None],
-        "whiten": [StrOptions({"unit-variance"})],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "random_state": ["random_state"],
         "critic_steps": [Interval(Integral, 1, None, closed="left")],
         "critic_hidden": _widths_constraint(),
         "probe_hidden": _widths_constraint(),
         "probes": ["boolean"],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
         "batch_size": [Interval(Integral, 2, None, closed="left"), None],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "critic_learning_rate": [Interval(Real, 0, None, closed="neither")],
-        "tol": [Interval(Real, 0, None, closed="left")],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "validation_fraction": [Interval(Real, 0, 1, closed="left")],
         "n_init": [Interval(Integral, 1, None, closed="left")],
         "device": [str],
-        "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
 
@@ -241,39 +269,49 @@ class ICA(BaseADMTransformer):
         self,
         n_components=None,
         *,
+        algorithm="parallel",
         whiten="unit-variance",
+        fun="logcosh",
+        fun_args=None,
+        max_iter=200,
+        tol=1e-4,
+        w_init=None,
+        whiten_solver="svd",
+        random_state=None,
         critic_steps=1,
         critic_hidden=32,
         probe_hidden=16,
         probes=True,
-        max_iter=300,
         batch_size=256,
         learning_rate=2e-2,
         critic_learning_rate=2e-2,
-        tol=1e-4,
         n_iter_no_change=50,
         validation_fraction=0.2,
         n_init=4,
         device="auto",
-        random_state=None,
         verbose=0,
     ):
         self.n_components = n_components
+        self.algorithm = algorithm
         self.whiten = whiten
+        self.fun = fun
+        self.fun_args = fun_args
+        self.max_iter = max_iter
+        self.tol = tol
+        self.w_init = w_init
+        self.whiten_solver = whiten_solver
+        self.random_state = random_state
         self.critic_steps = critic_steps
         self.critic_hidden = critic_hidden
         self.probe_hidden = probe_hidden
         self.probes = probes
-        self.max_iter = max_iter
         self.batch_size = batch_size
         self.learning_rate = learning_rate
         self.critic_learning_rate = critic_learning_rate
-        self.tol = tol
         self.n_iter_no_change = n_iter_no_change
         self.validation_fraction = validation_fraction
         self.n_init = n_init
         self.device = device
-        self.random_state = random_state
         self.verbose = verbose
 
     # All starts play to the end: cutting the critic down to the leader and capturing its
@@ -284,35 +322,99 @@ class ICA(BaseADMTransformer):
     _warmup_steps = 100
     _start_from_all_rows = True
 
-    def _make_autoencoder(self, n_features, n_components, X_train):
-        return _RotationEncoders(X_train, n_components, self.n_init)
+    def _resolve_n_components(self, n_samples, n_features):
+        """FastICA's rule, with FastICA's warnings."""
+        if not self.whiten:
+            if self.n_components is not None:
+                warnings.warn("Ignoring n_components with whiten=False.", UserWarning, stacklevel=4)
+            return n_features
+        largest = min(n_samples, n_features)
+        if self.n_components is None:
+            return largest
+        if self.n_components > largest:
+            warnings.warn(f"n_components is too large: it will be set to {largest}", stacklevel=4)
+            return largest
+        return self.n_components
+
+    def _make_autoencoder(self, n_features, n_components, X_start):
+        """FastICA's fit of the scaled rows ``X_start`` (all of them), its rotation refined,
+        as the start of every copy.
+
+        Where a column of FastICA's solution looks Gaussian and ``w_init`` is None, the fixed
+        point may have stopped at a saddle of the contrast (nearly Gaussian sources): it
+        is run again from ``_EXTRA_STARTS`` more random starts, and the solution of the most
+        non-Gaussian columns (the greatest summed fitted Fisher information) is kept.
+        """
+        X = X_start.double().cpu().numpy()
+        whitener, white, rotation = self._fastica(X, n_components)
+        if self.w_init is None and gaussian_looking(white @ rotation).any():
+            candidates = [rotation] + [
+                self._fastica(X, n_components)[2] for _ in range(_EXTRA_STARTS)
+            ]
+            information = [float(fisher_information(white @ r).sum()) for r in candidates]
+            rotation = candidates[int(np.argmax(information))]
+        start = refined_start(white, rotation)
+        whitener = torch.as_tensor(whitener, dtype=X_start.dtype, device=X_start.device)
+        return _RotationEncoders(whitener, start.to(whitener), self.n_init)
+
+    def _fastica(self, X, n_components):
+        """FastICA, with this estimator's FastICA parameters and a seed drawn from torch's
+        generator (seeded by the estimator), on ``X`` ``(n, n_features)``: the whitener (to
+        rows of identity covariance), the white rows and FastICA's rotation of them."""
+        seed = int(torch.randint(np.iinfo(np.int32).max, ()))
+        fastica = FastICA(
+            n_components if self.whiten else None,
+            **{name: getattr(self, name) for name in _FASTICA_PARAMETERS},
+            max_iter=self.max_iter,
+            tol=self.tol,
+            random_state=seed,
+        ).fit(X)
+        if self.whiten:  # FastICA's whitened rows have covariance I / n: these have I
+            whitener = fastica.whitening_.T * math.sqrt(len(X))
+            white = X @ whitener
+            # FastICA's rotation of the white rows, by least squares (their Gram matrix is
+            # n I), which stays accurate where the whitening is ill-conditioned
+            unmixing = white.T @ (X @ fastica.components_.T) / len(X)
+        else:
+            whitener, white, unmixing = np.eye(X.shape[1]), X, fastica.components_.T
+        # the nearest rotation, by SVD: robust to the singular directions of low-rank data
+        left, _, right = np.linalg.svd(unmixing)
+        return whitener, torch.as_tensor(white), torch.as_tensor(left @ right)
 
     def _game_settings(self, n_train, n_components):
         return GameSettings(
             dependence_weight=1.0,
             reconstruction_weight=_ANCHOR_WEIGHT,
             variance_weight=0.0,
+            stop_when_independent=True,
             **self._shared_game_settings(n_train, n_components),
         )
 
     def _store_fitted(self, autoencoder, init, X, mean, scale):
-        X64 = X.astype(np.float64, copy=False)
-        self.mean_ = X64.mean(axis=0)
-        scale = np.reshape(scale, (-1, 1))  # one scale, or one per feature
-        unmixing = autoencoder.unmixing(init) / scale  # (n_features, d)
-        # unit variance over all rows, as FastICA's "unit-variance"; deterministic signs
-        spread = ((X64 - self.mean_) @ unmixing).std(axis=0)
-        unmixing = unmixing / np.where(spread > 0, spread, 1.0)
+        unmixing = autoencoder.unmixing(init)  # (n_features, d), on the scaled inputs
+        if self.whiten:
+            X64 = X.astype(np.float64, copy=False)
+            self.mean_ = X64.mean(axis=0)
+            scale = np.reshape(scale, (-1, 1))  # one scale, or one per feature
+            unmixing = unmixing / scale
+            self.whitening_ = (autoencoder.whitener.double().numpy() / scale).T.astype(X.dtype)
+            if self.whiten == "unit-variance":
+                spread = ((X64 - self.mean_) @ unmixing).std(axis=0)
+                unmixing = unmixing / np.where(spread > 0, spread, 1.0)
+            else:  # FastICA's arbitrary variance: 1 / n_samples per component
+                unmixing = unmixing / math.sqrt(len(X))
+            self.mean_ = self.mean_.astype(X.dtype)
+        # deterministic signs: each component's largest coefficient is positive
         largest = np.argmax(np.abs(unmixing), axis=0)
         unmixing = unmixing * np.sign(unmixing[largest, np.arange(unmixing.shape[1])])
-        dtype = X.dtype
-        self.whitening_ = (autoencoder.whitener.double().numpy() / scale).T.astype(dtype)
-        self.components_ = unmixing.T.astype(dtype)
-        self.mixing_ = np.linalg.pinv(unmixing.T).astype(dtype)
-        self.mean_ = self.mean_.astype(dtype)
+        self.components_ = unmixing.T.astype(X.dtype)
+        self.mixing_ = np.linalg.pinv(unmixing.T).astype(X.dtype)
 
     def _transform(self, X):
-        return (X - self.mean_) @ self.components_.T
+        if self.whiten:
+            X = X - self.mean_
+        return X @ self.components_.T
 
     def _inverse_transform(self, Z):
-        return Z @ self.mixing_.T + self.mean_
+        X = Z @ self.mixing_.T
+        return X + self.mean_ if self.whiten else X

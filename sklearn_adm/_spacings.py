@@ -68,10 +68,15 @@ def _best_angles(first, second, spacing):
     return center
 
 
+def search_rows(n, d):
+    """Rows of the smoothing that a search of ``n`` rows of ``d`` columns works on."""
+    return min(_SEARCH_ROWS * _FULL_COLUMNS // d, _SEARCH_ROWS, _REPLICATES * n)
+
+
 def _search(Y, rotation, sweeps):
     """One search: Jacobi sweeps from ``rotation`` on one noisy smoothing of ``Y``."""
     n, d = Y.shape
-    rows = min(_SEARCH_ROWS * _FULL_COLUMNS // d, _SEARCH_ROWS, _REPLICATES * n)
+    rows = search_rows(n, d)
     replicates = max(1, math.ceil(rows / n))
     noise = torch.randn(replicates, n, d, dtype=torch.float32).to(Y.device)
     smoothed = (Y.float() + _NOISE * noise).reshape(-1, d)

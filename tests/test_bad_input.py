@@ -68,8 +68,9 @@ def test_out_of_range_parameters(target, params):
         consume(TARGETS[target](**params), GOOD)
 
 
-@pytest.mark.parametrize("target", ESTIMATORS)
+@pytest.mark.parametrize("target", [name for name in ESTIMATORS if name != "ICA"])
 def test_n_components_above_n_features(target):
+    """ICA cuts them with FastICA's warning instead (test_ica_fastica_suite.py)."""
     with pytest.raises(ValueError, match="n_components=4 must be between 1 and n_features=3"):
         consume(TARGETS[target](n_components=4), GOOD)
 
