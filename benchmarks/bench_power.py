@@ -62,9 +62,9 @@ def level(n_tests, n_permutations, indep_sim):
                 draw = list(MARGINALS.values())[seed % len(MARGINALS)]
                 x, y = draw(rng, (n, 1 + seed % 3)), draw(rng, (n, 1))
             if form == "columns":  # the last column's p-value: one per test, as for the others
-                p = ours(metric, seed).test(np.c_[x, y], n_permutations=n_permutations)[0][-1]
+                p = ours(metric, seed).test(np.c_[x, y], n_permutations=n_permutations).pvalue[-1]
             else:
-                p = ours(metric, seed).test(x, y, n_permutations=n_permutations)[1]
+                p = ours(metric, seed).test(x, y, n_permutations=n_permutations).pvalue
             rejected[form] += p <= ALPHA
         counts = [n_tests // 3 + (i < n_tests % 3) for i in range(3)]
         per_form = ", ".join(
@@ -87,8 +87,8 @@ def noise(sim):
 def power(sims, sizes, dims, reps, n_permutations, indep_sim, Dcorr, Hsic):
     """Rejection rates per simulation, size, dimension and test."""
     tests = {
-        "adm": lambda x, y, seed: ours("adm", seed).test(x, y, n_permutations)[1],
-        "dcor": lambda x, y, seed: ours("dcor", seed).test(x, y, n_permutations)[1],
+        "adm": lambda x, y, seed: ours("adm", seed).test(x, y, n_permutations).pvalue,
+        "dcor": lambda x, y, seed: ours("dcor", seed).test(x, y, n_permutations).pvalue,
         "hyppo Dcorr": lambda x, y, seed: Dcorr().test(
             x, y, reps=n_permutations, auto=False, random_state=seed
         )[1],

@@ -14,6 +14,7 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
+    "sphinx-mathjax-offline",  # MathJax copied into the site: the math renders offline
     "numpydoc",
     "myst_parser",
     "sphinx_gallery.gen_gallery",

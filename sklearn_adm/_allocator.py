@@ -12,9 +12,10 @@ small PICA fit was 1.7x slower in such a process).
 During a fit both thresholds are raised. Afterwards they are put back to what the
 environment variables say, or, where the environment left them alone, to the highest values
 glibc's own adjustment reaches (its adjustment cannot be switched back on once a threshold
-has been set). Building an :class:`~sklearn_adm.ADMCritic` sets those values too, for loops
-that train a critic outside a fit: in a plain Adam loop at 256 features a step faulted in
-about 7,000 pages (46.7-52.2 ms against 33.0-35.0 ms, alternating runs).
+has been set). Nothing changes them outside a fit: a loop of the user's that trains an
+:class:`~sklearn_adm.ADMCritic` keeps the process's settings (at 256 features a plain Adam
+step faulted in about 7,000 pages, 46.7-52.2 ms against 33.0-35.0 ms with the thresholds
+raised: such a loop can set ``MALLOC_TRIM_THRESHOLD_`` and ``MALLOC_MMAP_THRESHOLD_``).
 """
 
 import ctypes
@@ -65,32 +66,13 @@ def _resting_threshold(parameter, fixed):
 _lock = threading.Lock()
 #: fits running now inside :func:`training_allocations` (nested, or in several threads)
 _active = 0
-#: whether :func:`reuse_freed_pages` has nothing left to do: the thresholds are at the
-#: ceiling of glibc's own adjustment for good (or there is no glibc)
-_at_ceiling = False
-
-
-def reuse_freed_pages():
-    """Once per process, set glibc's thresholds to the ceiling of its own adjustment, unless
-    the environment fixed them or a fit has raised them (it puts them there when it ends)."""
-    global _at_ceiling
-    with _lock:
-        if _at_ceiling or _active or _environment_fixed():
-            return
-        mallopt = _mallopt()
-        if mallopt is None:
-            _at_ceiling = True  # no glibc: nothing to do, ever
-        else:
-            _rest(mallopt)
 
 
 def _rest(mallopt):
     """Put the thresholds at their values outside fits; called with ``_lock`` held."""
-    global _at_ceiling
     fixed = _environment_fixed()
     for parameter in (_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD):
         mallopt(parameter, _resting_threshold(parameter, fixed))
-    _at_ceiling = not fixed
 
 
 @contextmanager

@@ -1,6 +1,7 @@
 """What PICA and NonlinearPICA share: parameters, validation, seeding, the call to the game."""
 
 from abc import ABCMeta, abstractmethod
+from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
@@ -11,8 +12,9 @@ from sklearn.base import (
     TransformerMixin,
     _fit_context,
 )
+from sklearn.decomposition import PCA
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ._allocator import training_allocations
@@ -29,6 +31,52 @@ _MIN_CRITIC_ROWS = 128
 #: data are continuous when each column takes at least this share as many distinct values as
 #: there are distinct rows (float32 rounding makes a few values coincide by chance)
 _CONTINUOUS_SHARE = 0.9
+
+
+def _n_components_constraint():
+    """A count, a share of variance in (0, 1), or ``"mle"``, as PCA takes them."""
+    return [
+        Interval(Integral, 1, None, closed="left"),
+        Interval(RealNotInt, 0, 1, closed="neither"),
+        StrOptions({"mle"}),
+        None,
+    ]
+
+
+def pca_count(X, n_components):
+    """The number of components that scikit-learn's PCA keeps for ``n_components`` a share
+    of variance in (0, 1) (the fewest principal directions that explain more) or ``"mle"``
+    (Minka's choice of dimension)."""
+    return int(PCA(n_components, svd_solver="full").fit(X).n_components_)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """How an estimator plays the game, beyond what its public parameters say: one frozen
+    object per estimator class."""
+
+    #: scale each feature to unit variance (else one scale for all, keeping the geometry)
+    per_feature_scaling: bool = False
+    #: build the start from all rows, not only the training rows (the critic, which must not
+    #: see the held-out rows, still trains on the training rows alone)
+    start_from_all_rows: bool = False
+    #: rows x components of the critic's minibatches (None: the encoder's ``batch_size``)
+    critic_batch_work: int | None = None
+    #: critic updates on the initial representations before the first encoder update
+    warmup_steps: int = 200
+    #: the encoder's step size decays as learning_rate / (1 + t / this) (None: constant)
+    learning_rate_decay: float | None = None
+    #: evaluations (every 10 updates) whose mean held-out criterion ranks the starts
+    rank_window: int = 1
+    #: encoder updates after which only the ``narrow_to`` leading starts play on (None: all
+    #: to the end), ranked by the selection penalty alone with ``narrow_on_penalty``
+    narrow_after: int | None = None
+    narrow_to: int = 1
+    narrow_on_penalty: bool = False
+    #: stop on the held-out objective's plateau rather than on the representation's change
+    stop_on_objective: bool = False
+    #: stop, before the first update too, when the held-out critic finds no dependence
+    stop_when_independent: bool = False
 
 
 def _widths_constraint():
@@ -73,7 +121,7 @@ class BaseADMTransformer(
     """Base class of the ADM autoencoders. Do not use directly.
 
     A subclass builds its autoencoder (``_make_autoencoder``), says how the data are scaled
-    (``_per_feature_scaling``) and stores its fitted state (``_store_fitted``); everything else,
+    (its ``_schedule``) and stores its fitted state (``_store_fitted``); everything else,
     from input validation to the training game, lives here once.
     """
 
@@ -81,7 +129,6 @@ class BaseADMTransformer(
         "n_components": [Interval(Integral, 1, None, closed="left"), None],
         "dependence_weight": [Interval(Real, 0, None, closed="left")],
         "reconstruction_weight": [Interval(Real, 0, None, closed="neither")],
-        "variance_weight": [Interval(Real, 0, None, closed="left")],
         "critic_steps": [Interval(Integral, 1, None, closed="left")],
         "critic_hidden": _widths_constraint(),
         "probe_hidden": _widths_constraint(),
@@ -99,30 +146,13 @@ class BaseADMTransformer(
         "verbose": ["verbose"],
     }
 
-    _per_feature_scaling = False
-    #: rows x components of the critic's minibatches (None: the encoder's ``batch_size``)
-    _critic_batch_work = None
-    #: encoder updates after which only the ``_narrow_to`` leading starts play on (None: all
-    #: to the end)
-    _narrow_after = None
-    _narrow_to = 1
-    _narrow_on_penalty = False
-    #: the encoder's step size decays as learning_rate / (1 + t / this) (None: constant)
-    _learning_rate_decay = None
-    #: critic updates on the initial representations before the first encoder update
-    _warmup_steps = 200
-    #: stop on the held-out objective's plateau rather than on the representation's change
-    _stop_on_objective = False
-    #: evaluations (every 10 updates) whose mean held-out criterion ranks the starts
-    _rank_window = 1
-    #: build the start from all rows, not only the training rows (the critic, which must not
-    #: see the held-out rows, still trains on the training rows alone)
-    _start_from_all_rows = False
+    #: how this estimator plays the game beyond its public parameters
+    _schedule = Schedule()
 
     @abstractmethod
     def _make_autoencoder(self, n_features, n_components, X_train):
         """Return the module the game trains: ``n_init`` restarts side by side, built from
-        ``X_train`` (all rows where ``_start_from_all_rows``).
+        ``X_train`` (all rows where the schedule's ``start_from_all_rows``).
 
         It has an ``n_init`` attribute, ``encode(x)`` returning the ``(n, n_init * n_components)``
         representations of all restarts, and ``reconstruction_error(x, z)`` returning each
@@ -223,7 +253,7 @@ class BaseADMTransformer(
         """Validate ``X``, play the game and store the fitted state; return the validated X."""
         X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=2)
         n_samples, n_features = X.shape
-        n_components = self._resolve_n_components(n_samples, n_features)
+        n_components = self._resolve_n_components(X)
         self.device_ = resolve_device(self.device)
         rng = check_random_state(self.random_state)
         seed = int(rng.randint(np.iinfo(np.int32).max))
@@ -235,7 +265,7 @@ class BaseADMTransformer(
             X64 = X.astype(np.float64, copy=False)
             if len(records) < n_samples:
                 X64 = X64[records]
-            mean, scale = fit_scaling(X64[train_rows], self._per_feature_scaling)
+            mean, scale = fit_scaling(X64[train_rows], self._schedule.per_feature_scaling)
             X_scaled = torch.as_tensor(
                 (X64 - mean) / scale, dtype=torch.float32, device=self.device_
             )
@@ -260,8 +290,12 @@ class BaseADMTransformer(
         self.n_components_ = n_components
         return X
 
-    def _resolve_n_components(self, n_samples, n_features):
-        """The number of components a fit of ``n_samples x n_features`` data learns."""
+    def _resolve_n_components(self, X):
+        """The number of components a fit of ``X`` learns: ``n_components``, all features
+        when None, or as PCA resolves a share of variance in (0, 1) or ``"mle"``."""
+        n_features = X.shape[1]
+        if isinstance(self.n_components, str) or isinstance(self.n_components, float):
+            return pca_count(X, self.n_components)
         n_components = n_features if self.n_components is None else self.n_components
         if n_components > n_features:
             raise ValueError(
@@ -280,7 +314,7 @@ class BaseADMTransformer(
         on ``self.device_``."""
         with torch.random.fork_rng(devices=[]):  # seed module init without touching the user's RNG
             torch.manual_seed(seed)
-            X_start = X_scaled if self._start_from_all_rows else X_train
+            X_start = X_scaled if self._schedule.start_from_all_rows else X_train
             autoencoder = self._make_autoencoder(n_features, n_components, X_start)
             if autoencoder.fixed:
                 return autoencoder.to(self.device_), None
@@ -294,10 +328,12 @@ class BaseADMTransformer(
         return autoencoder.to(self.device_), critic.to(self.device_)
 
     def _game_settings(self, n_train, n_components):
+        """The game's settings; no variance hinge unless the estimator has a
+        ``variance_weight``."""
         return GameSettings(
             dependence_weight=self.dependence_weight,
             reconstruction_weight=self.reconstruction_weight,
-            variance_weight=self.variance_weight,
+            variance_weight=getattr(self, "variance_weight", 0.0),
             **self._shared_game_settings(n_train, n_components),
         )
 
@@ -314,22 +350,24 @@ class BaseADMTransformer(
             tol=self.tol,
             n_iter_no_change=self.n_iter_no_change,
             verbose=self.verbose,
-            narrow_after=self._narrow_after,
-            narrow_to=self._narrow_to,
-            narrow_on_penalty=self._narrow_on_penalty,
+            narrow_after=self._schedule.narrow_after,
+            narrow_to=self._schedule.narrow_to,
+            narrow_on_penalty=self._schedule.narrow_on_penalty,
             learning_rate_decay=self._decay_horizon(n_train),
-            warmup_steps=self._warmup_steps,
-            stop_on_objective=self._stop_on_objective,
-            rank_window=self._rank_window,
+            warmup_steps=self._schedule.warmup_steps,
+            stop_on_objective=self._schedule.stop_on_objective,
+            stop_when_independent=self._schedule.stop_when_independent,
+            rank_window=self._schedule.rank_window,
         )
 
     def _critic_batch_size(self, batch_size, n_components):
         """Rows of the critic's minibatches. A critic step costs its rows times its features:
-        with ``_critic_batch_work`` set, the minibatches shrink beyond that many rows x
-        components (to ``_MIN_CRITIC_ROWS`` at least); else they are the encoder's."""
-        if self._critic_batch_work is None:
+        with the schedule's ``critic_batch_work`` set, the minibatches shrink beyond that many
+        rows x components (to ``_MIN_CRITIC_ROWS`` at least); else they are the encoder's."""
+        work = self._schedule.critic_batch_work
+        if work is None:
             return batch_size
-        return min(batch_size, max(_MIN_CRITIC_ROWS, self._critic_batch_work // n_components))
+        return min(batch_size, max(_MIN_CRITIC_ROWS, work // n_components))
 
     def _encoder_learning_rate(self, n_components):
         """The encoder's initial step size for ``n_components`` components."""
@@ -337,7 +375,7 @@ class BaseADMTransformer(
 
     def _decay_horizon(self, n_train):
         """Updates after which the encoder's step has halved (None: it does not decay)."""
-        return self._learning_rate_decay
+        return self._schedule.learning_rate_decay
 
     @property
     def _n_features_out(self):

@@ -20,8 +20,6 @@ from functools import partial
 import torch
 from torch import nn
 
-from ._allocator import reuse_freed_pages
-
 __all__ = ["ADMCritic", "dependence_mse"]
 
 #: Variance added before dividing by a standard deviation. It only guards against division by
@@ -81,10 +79,6 @@ class _FeatureWiseMLP(nn.Module):
         self.out_weight = _uniform((n_features, widths[-1]), 1 / math.sqrt(widths[-1]))
         self.out_bias = _uniform((n_features,), 1 / math.sqrt(widths[-1]))
         self.workspace = _Workspace()
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        self.__dict__.setdefault("workspace", _Workspace())  # pickled before it existed
 
     def forward(self, hidden, backward_once=False):
         for weight, bias in zip(self.weights, self.biases, strict=True):
@@ -310,7 +304,6 @@ class ADMCritic(nn.Module):
                 "n_features must be a positive multiple of n_groups, got "
                 f"n_features={n_features!r}, n_groups={n_groups!r}."
             )
-        reuse_freed_pages()  # a training step then reuses the pages the last one freed
         d = self.n_features = int(n_features)
         self.n_groups = int(n_groups)
         group_size = d // self.n_groups
@@ -376,10 +369,6 @@ class ADMCritic(nn.Module):
     def __setstate__(self, state):
         """Unpickled and deep-copied critics keep the rule: tensors lose their hooks there."""
         super().__setstate__(state)
-        for name in ("input_layer_update", "predictor_rank"):  # pickled before they existed
-            self.__dict__.setdefault(name, None)
-        self.__dict__.setdefault("backward_once", False)
-        self.__dict__.setdefault("workspace", _Workspace())
         if self.predictor_in is not None:
             self.predictor_in.register_post_accumulate_grad_hook(_zero_self_gradient)
 

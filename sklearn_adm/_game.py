@@ -25,8 +25,6 @@ iterates, as in GAN training, which settles the jitter that the adversary keeps 
 """
 
 import copy
-import math
-import warnings
 from dataclasses import dataclass
 
 import torch
@@ -38,7 +36,9 @@ from tqdm.auto import tqdm
 from ._adam import CriticAdam, make_adam
 from ._allocator import training_allocations
 from ._critic import dependence_mse
+from ._stopping import History, ObjectivePlateau, RepresentationChange, within_noise
 from ._threads import FitThreads
+from ._warnings import warn
 
 
 class Autoencoders(nn.Module):
@@ -137,9 +137,6 @@ class GameResult:
     independent: bool = False
 
 
-_TERMS = ("objective", "reconstruction", "critic_mse", "variance_penalty")
-
-
 class CriticUpdates:
     """Runs :func:`critic_step` on minibatches of one shape: eagerly, or on CUDA by replaying
     one captured CUDA graph of the step (a step is hundreds of small kernels, and at the sizes
@@ -216,22 +213,6 @@ def calibrated_fit(target, prediction):
 _PROGRESS_DELAY_S = 3.0
 #: critic updates between two measurements of the cores free
 _REBALANCE_STEPS = 100
-#: standard deviations above its mean under independence at which a held-out dependence
-#: estimate counts as dependence (:func:`within_noise`)
-_NOISE_SIGMAS = 3.0
-
-
-def within_noise(critic_mse, n_rows, n_features):
-    """Whether a held-out critic MSE (the mean over ``n_features`` features, each calibrated
-    on the same ``n_rows`` rows that the critic never trained on) is what independence gives.
-
-    For fixed predictors, a feature's fitted shrinkage on independent rows leaves
-    ``n_rows * (1 - MSE_j)`` distributed as ``max(0, N(0, 1))^2`` (one scale fitted, clipped
-    at 0): mean 1/2, variance 5/4. The sum over features is compared with its mean plus
-    ``_NOISE_SIGMAS`` standard deviations.
-    """
-    excess = n_rows * n_features * (1.0 - float(critic_mse))
-    return excess <= n_features / 2 + _NOISE_SIGMAS * math.sqrt(1.25 * n_features)
 
 
 def train_critic(critic, z_train, *, steps, batch_size, learning_rate, generator):
@@ -356,11 +337,11 @@ class AdversarialGame:
             criterion = loss + average.selection_penalty(z[: self.settings.selection_rows])
         return loss, terms, average.stopping_codes(X_val, z), criterion
 
-    def _narrow(self, keep, records, criteria, snapshots):
+    def _narrow(self, keep, history, stopping, criteria):
         """Let the starts ``keep`` alone play on, in that order: cut the autoencoder, its
-        average, the critic, their optimizers' states and the records of past evaluations down
-        to them, so that they play on as they would have with the others. Returns the cut
-        ``criteria`` and ``snapshots``."""
+        average, the critic, their optimizers' states, the history and the stopping rule's
+        records down to them, so that they play on as they would have with the others.
+        Returns the cut ``criteria``."""
         n_init, rows = self.autoencoder.n_init, self.critic.group_features(keep)
         encoder_state = self.encoder_optimizer.state_dict()
         critic_state = self.critic_update.optimizer.state_dict()
@@ -378,16 +359,9 @@ class AdversarialGame:
         self.critic_update.optimizer.load_state_dict(
             _cut_state(critic_state, lambda length: keep if length == n_init else rows)
         )
-        for record in records:
-            for key in ("train", "val"):
-                if key in record:
-                    record[key] = record[key][:, keep]
-        criteria = [criterion[keep] for criterion in criteria]
-        snapshots = [
-            (iteration, codes.view(len(codes), n_init, -1)[:, keep].flatten(start_dim=1))
-            for iteration, codes in snapshots
-        ]
-        return criteria, snapshots
+        history.keep_starts(keep)
+        stopping.keep_starts(keep, n_init)
+        return [criterion[keep] for criterion in criteria]
 
     def _comparing_starts(self):
         """Whether more starts play than will be kept when they are narrowed."""
@@ -410,73 +384,48 @@ class AdversarialGame:
         """Run the game; leave ``autoencoder`` holding the averaged encoder's weights.
         ``on_evaluation()``, when given, is called after every held-out evaluation.
 
-        Stopping rule: every ``eval_every`` updates, the averaged encoder encodes the held-out
-        rows; training has converged when the leading start's representation (the one with
-        the lowest held-out objective plus selection penalty) changed by less than ``tol``,
-        relative to its variance, over the last ``n_iter_no_change`` updates; or, with
-        ``stop_on_objective``, when its held-out objective has not fallen by ``tol`` over
-        the last ``n_iter_no_change`` updates. Returns a
-        :class:`GameResult` whose ``best_init`` names the leading start and whose history
-        describes it.
+        Every ``eval_every`` updates the averaged encoder is evaluated on the held-out rows
+        (:meth:`_evaluation`), which ranks the starts; the stopping rule
+        (:meth:`_stopping_rule`) reads the leader's evaluation, and with
+        ``stop_when_independent`` so does the test of :func:`~._stopping.within_noise`, also
+        before the first update. Returns a :class:`GameResult` whose ``best_init`` names the
+        leading start and whose history describes it.
         """
         s = self.settings
-        records, snapshots, criteria, leader = [], [], [], 0
-        last_good = copy.deepcopy(self.average.module.state_dict())
-        converged, n_iter = False, 0
-        best, best_at = math.inf, 0
+        history, stopping = History(), self._stopping_rule()
         self._train_critic(X_train, s.warmup_steps)
         if s.stop_when_independent:
-            found = self._nothing_to_remove(X_val)
-            if found is not None:
-                return found
+            objective, val_terms, _, criterion = self._evaluate(X_val)
+            leader = int(criterion.argmin())
+            if self._within_noise(val_terms[1][leader], X_val):
+                history.evaluation(0, objective, val_terms, independent=True)
+                self.autoencoder.finish()
+                return GameResult(history.entries(leader), 0, True, leader, True)
+        converged, n_iter, leader, criteria = False, 0, 0, []
+        last_good = copy.deepcopy(self.average.module.state_dict())
         progress = tqdm(total=s.max_iter, desc=desc, disable=s.verbose < 1, leave=False)
         try:
             for n_iter in range(1, s.max_iter + 1):
-                self._train_critic(X_train, s.critic_steps)
-                self._decay_learning_rate(n_iter)
-                loss, terms = self._encoder_step(X_train)
-                values = torch.stack([loss, *terms])  # (4, n_init)
+                values = self._update(X_train, n_iter)
                 if not torch.isfinite(values).all():
                     self.average.module.load_state_dict(last_good)
                     _warn_diverged(n_iter, desc)
                     break
-                records.append({"iteration": n_iter, "train": values.detach().cpu()})
+                history.update(n_iter, values)
                 progress.update()
                 if n_iter % s.eval_every and n_iter != s.max_iter:
                     continue
-                objective, val_terms, codes, criterion = self._evaluate(X_val)
-                criteria = [*criteria, criterion][-s.rank_window :]
-                ranking = torch.stack(criteria).mean(dim=0).argsort(stable=True)
-                leader = int(ranking[0])
-                if n_iter == s.narrow_after and self._comparing_starts():
-                    if s.narrow_on_penalty:
-                        ranking = (criterion - objective).argsort(stable=True)
-                    keep = ranking[: s.narrow_to].tolist()
-                    criteria, snapshots = self._narrow(keep, records, criteria, snapshots)
-                    objective, val_terms, codes, criterion = self._evaluate(X_val)
-                    leader = int(torch.stack(criteria).mean(dim=0).argmin())
-                if s.stop_on_objective:  # updates since the objective last fell by tol
-                    value = float(objective[leader])
-                    if value < best - s.tol:
-                        best, best_at = value, n_iter
-                    change = n_iter - best_at
-                    converged = change >= s.n_iter_no_change
-                else:
-                    change = _relative_change(
-                        snapshots,
-                        n_iter - s.n_iter_no_change,
-                        codes,
-                        leader,
-                        self.autoencoder.n_init,
-                    )
-                    converged = change < s.tol
+                objective, val_terms, codes, leader, criteria = self._evaluation(
+                    X_val, n_iter, history, stopping, criteria
+                )
+                converged, reading = stopping.update(
+                    n_iter, objective, codes, leader, self.autoencoder.n_init
+                )
+                readings = {stopping.key: reading}
                 if s.stop_when_independent:
-                    independent = self._within_noise(val_terms[1][leader], X_val)
-                    records[-1]["independent"] = independent
-                    converged = converged or independent
-                snapshots = [*snapshots[-(s.n_iter_no_change // s.eval_every) :], (n_iter, codes)]
-                records[-1]["val"] = torch.stack([objective, *val_terms]).cpu()
-                records[-1]["val_change"] = change
+                    readings["independent"] = self._within_noise(val_terms[1][leader], X_val)
+                    converged = converged or readings["independent"]
+                history.evaluation(n_iter, objective, val_terms, **readings)
                 last_good = copy.deepcopy(self.average.module.state_dict())
                 if on_evaluation is not None:
                     on_evaluation()
@@ -488,11 +437,10 @@ class AdversarialGame:
                     break
         except KeyboardInterrupt:
             self.average.module.load_state_dict(last_good)
-            warnings.warn(
+            warn(
                 f"{desc}: training interrupted at iteration {n_iter}; keeping the model of the "
                 "last evaluation.",
                 UserWarning,
-                stacklevel=3,
             )
             converged = True  # the user chose to stop; no convergence warning on top
         finally:
@@ -500,31 +448,46 @@ class AdversarialGame:
         self.autoencoder.load_state_dict(self.average.module.state_dict())
         self.autoencoder.finish()
         if not converged and n_iter == s.max_iter:
-            warnings.warn(
+            warn(
                 f"{desc}: max_iter={s.max_iter} reached before the representation stopped "
                 "changing; consider increasing max_iter.",
                 ConvergenceWarning,
-                stacklevel=3,
             )
-        history = [_history_entry(record, leader) for record in records]
-        independent = bool(records and records[-1].get("independent", False))
-        return GameResult(history, n_iter, converged, leader, independent)
+        return GameResult(history.entries(leader), n_iter, converged, leader, history.independent)
+
+    def _update(self, X_train, n_iter):
+        """One step of Algorithm 1: ``critic_steps`` critic updates, then one encoder update;
+        returns its loss and terms, ``(4, n_init)``."""
+        self._train_critic(X_train, self.settings.critic_steps)
+        self._decay_learning_rate(n_iter)
+        loss, terms = self._encoder_step(X_train)
+        return torch.stack([loss, *terms])
+
+    def _evaluation(self, X_val, n_iter, history, stopping, criteria):
+        """The held-out evaluation after update ``n_iter``: rank the starts by their mean
+        criterion over the last ``rank_window`` evaluations and, at ``narrow_after``, let the
+        leading ones alone play on. Returns the objective, the terms, the stopping codes,
+        the leader and the criteria kept for ranking."""
+        s = self.settings
+        objective, val_terms, codes, criterion = self._evaluate(X_val)
+        criteria = [*criteria, criterion][-s.rank_window :]
+        ranking = torch.stack(criteria).mean(dim=0).argsort(stable=True)
+        if n_iter == s.narrow_after and self._comparing_starts():
+            if s.narrow_on_penalty:
+                ranking = (criterion - objective).argsort(stable=True)
+            criteria = self._narrow(ranking[: s.narrow_to].tolist(), history, stopping, criteria)
+            objective, val_terms, codes, criterion = self._evaluate(X_val)
+            ranking = torch.stack(criteria).mean(dim=0).argsort(stable=True)
+        return objective, val_terms, codes, int(ranking[0]), criteria
+
+    def _stopping_rule(self):
+        s = self.settings
+        if s.stop_on_objective:
+            return ObjectivePlateau(s.tol, s.n_iter_no_change)
+        return RepresentationChange(s.tol, s.n_iter_no_change, s.eval_every)
 
     def _within_noise(self, critic_mse, X_val):
         return within_noise(critic_mse, len(X_val), self.critic.n_features // self.critic.n_groups)
-
-    def _nothing_to_remove(self, X_val):
-        """Before the first update: the result of a game that stops at once, with the starts
-        as they are, where the held-out critic finds no dependence beyond noise in the best;
-        None where it finds some."""
-        objective, val_terms, _, criterion = self._evaluate(X_val)
-        leader = int(criterion.argmin())
-        if not self._within_noise(val_terms[1][leader], X_val):
-            return None
-        record = {"iteration": 0, "val": torch.stack([objective, *val_terms]).cpu()}
-        record.update(val_change=0.0, independent=True)
-        self.autoencoder.finish()
-        return GameResult([_history_entry(record, leader)], 0, True, leader, True)
 
 
 def _cut_state(state_dict, index):
@@ -540,36 +503,10 @@ def _cut_state(state_dict, index):
     return {**state_dict, "state": state}
 
 
-def _relative_change(snapshots, since, z, init, n_init):
-    """Squared change of start ``init``'s representation since iteration ``since``, relative to
-    its total variance; infinite while the history is shorter than that."""
-    older = [snapshot for iteration, snapshot in snapshots if iteration <= since]
-    if not older:
-        return math.inf
-    now = z.view(len(z), n_init, -1)[:, init]
-    then = older[-1].view(len(z), n_init, -1)[:, init]
-    spread = (then - then.mean(dim=0)).square().sum().clamp_min(torch.finfo(z.dtype).tiny)
-    return ((now - then).square().sum() / spread).item()
-
-
-def _history_entry(record, init):
-    entry = {"iteration": record["iteration"]}
-    if "train" in record:  # not before the first update
-        entry.update(zip(_TERMS, record["train"][:, init].tolist(), strict=True))
-    if "val" in record:
-        val_terms = ["val_" + t for t in _TERMS]
-        entry.update(zip(val_terms, record["val"][:, init].tolist(), strict=True))
-        entry["val_change"] = record["val_change"]
-    if "independent" in record:
-        entry["independent"] = record["independent"]
-    return entry
-
-
 def _warn_diverged(n_iter, desc):
-    warnings.warn(
+    warn(
         f"{desc}: training diverged at iteration {n_iter} (the loss is not finite); the model "
         "was restored to its last good state. Lower learning_rate or critic_learning_rate, or "
         "check the input for extreme values.",
         ConvergenceWarning,
-        stacklevel=4,
     )

@@ -2,7 +2,6 @@
 (paper, Sec. 4)."""
 
 import math
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -11,11 +10,13 @@ from sklearn.decomposition import FastICA
 from sklearn.utils._param_validation import Interval
 from torch import nn
 
-from ._base import BaseADMTransformer, _widths_constraint
+from ._base import Schedule, _n_components_constraint, _widths_constraint, pca_count
 from ._game import Autoencoders, GameSettings
+from ._linear import LinearADMTransformer, flip_signs
 from ._rotation import polar, retract
 from ._score_matching import fisher_information, gaussian_looking, likelihood_rotation
 from ._spacings import entropy_rotation, search_rows
+from ._warnings import raised_at_caller, warn
 
 #: FastICA's parameters that ICA passes to its start, validated as FastICA validates them
 _FASTICA_PARAMETERS = ("algorithm", "whiten", "fun", "fun_args", "w_init", "whiten_solver")
@@ -40,20 +41,24 @@ def refined_start(white, rotation):
     search. On more rows than it sees, its estimate is noisier than the start (32 sources of
     100,000 rows: Amari error x 100 from 0.31 to 0.65) and it is skipped. Then a few Newton
     steps of maximum likelihood under each column's score fitted by score matching
-    (:mod:`._score_matching`) turn all planes at once. A plane whose two columns both look
-    Gaussian in the start has no density to adapt to, and the estimates' noise alone would
-    turn it (Bach & Jordan's nearly Gaussian density (i), 1,000 rows: Amari error x 100 6.4
-    for FastICA, 7.6 refined): such planes keep FastICA's angle.
+    (:mod:`._score_matching`) turn all planes at once, except those whose two columns both
+    look Gaussian after the search: there is no density to adapt to, and the estimates'
+    noise alone would turn them (Bach & Jordan's nearly Gaussian density (i), 1,000 rows:
+    Amari error x 100 6.4 for FastICA, 7.6 refined). Where every column looks Gaussian,
+    FastICA's rotation is returned as it was. The columns are judged after the search, not
+    before: FastICA's wrong solutions of a skewed bimodal density ((q), four sources) are
+    mixtures that all look Gaussian, and the search finds the sources.
     """
     n, d = white.shape
-    if gaussian_looking(white @ rotation).all():
+    searched, search = rotation, d > 1 and n <= search_rows(n, d)
+    if search:
+        searched = entropy_rotation(white, rotation, sweeps=_START_SWEEPS)
+    non_gaussian = ~gaussian_looking(white @ searched, searched=search)
+    if not non_gaussian.any():  # no density to adapt to: the search only followed noise
         return rotation
-    if d > 1 and n <= search_rows(n, d):
-        rotation = entropy_rotation(white, rotation, sweeps=_START_SWEEPS)
     # a plane of two Gaussian-looking columns has no direction to prefer: it stays
-    non_gaussian = ~gaussian_looking(white @ rotation)
     movable = non_gaussian[:, None] | non_gaussian[None, :]
-    return likelihood_rotation(white, rotation, steps=_LIKELIHOOD_STEPS, movable=movable)
+    return likelihood_rotation(white, searched, steps=_LIKELIHOOD_STEPS, movable=movable)
 
 
 class _RotationEncoders(Autoencoders):
@@ -108,7 +113,7 @@ class _RotationEncoders(Autoencoders):
             return (self.whitener.double() @ rotation).numpy()
 
 
-class ICA(BaseADMTransformer):
+class ICA(LinearADMTransformer):
     r"""Independent component analysis by adversarial dependence minimisation.
 
     A drop-in for :class:`sklearn.decomposition.FastICA`: it takes FastICA's whole
@@ -120,19 +125,23 @@ class ICA(BaseADMTransformer):
     0``); where it finds some, the game turns the rotation against it.
 
     The refinement turns the rotation, one plane at a time, to the least summed m-spacing
-    entropy of the components (Vasicek's estimate, as in Learned-Miller & Fisher's RADICAL),
-    where that search sees every row (up to 24,000 rows for up to 8 sources, fewer for
-    more), then takes a few Newton steps of maximum likelihood under each component's score, fitted by
-    score matching in a small basis (tanh and Gaussian bumps). It separates sources whose
-    non-Gaussianity log cosh does not see (multimodal, skewed); see the user guide for the
-    benchmark against FastICA and Picard. Data that are not such a mixture, such as sentence
-    embeddings, have no rotation that makes the components independent: use :class:`PICA`.
+    entropy of the components (Vasicek's estimate, as in Learned-Miller & Fisher's
+    RADICAL), where that search sees every row (up to 24,000 rows for up to 8 sources,
+    fewer for more), then takes a few Newton steps of maximum likelihood under each
+    component's score, fitted by score matching in a small basis (tanh and Gaussian bumps).
+    It separates sources whose non-Gaussianity log cosh does not see (multimodal, skewed);
+    see the user guide for the benchmark against FastICA and Picard. Data that are not such
+    a mixture, such as sentence embeddings, have no rotation that makes the components
+    independent: use :class:`PICA`.
 
     Parameters
     ----------
-    n_components : int, default=None
+    n_components : int, float, "mle" or None, default=None
         Number of components. None: ``min(n_samples, n_features)``; more is cut to that,
-        with a warning. Ignored, with a warning, when ``whiten=False``.
+        with a warning. A float in (0, 1): the fewest principal directions explaining more
+        than that share of the variance; ``"mle"``: Minka's choice, as
+        :class:`~sklearn.decomposition.PCA` resolves them (``n_components_`` holds the
+        number). Ignored, with a warning, when ``whiten=False``.
     algorithm : {"parallel", "deflation"}, default="parallel"
         FastICA's scheme for the start: all components at once, or one at a time.
     whiten : {"unit-variance", "arbitrary-variance"} or False, default="unit-variance"
@@ -247,7 +256,7 @@ class ICA(BaseADMTransformer):
 
     _parameter_constraints: dict = {
         **{name: FastICA._parameter_constraints[name] for name in _FASTICA_PARAMETERS},
-        "n_components": [Interval(Integral, 1, None, closed="left"), None],
+        "n_components": _n_components_constraint(),
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "random_state": ["random_state"],
@@ -316,23 +325,29 @@ class ICA(BaseADMTransformer):
 
     # All starts play to the end: cutting the critic down to the leader and capturing its
     # step again was measured to fail on CUDA for this encoder (a stream-capture error).
-    _narrow_after = None
-    _rank_window = 3
-    _learning_rate_decay = 25
-    _warmup_steps = 100
-    _start_from_all_rows = True
+    _schedule = Schedule(
+        start_from_all_rows=True,
+        warmup_steps=100,
+        learning_rate_decay=25,
+        rank_window=3,
+        stop_when_independent=True,
+    )
 
-    def _resolve_n_components(self, n_samples, n_features):
-        """FastICA's rule, with FastICA's warnings."""
+    def _resolve_n_components(self, X):
+        """FastICA's rule, with FastICA's warnings; a share of variance or ``"mle"`` as PCA
+        resolves them."""
+        n_samples, n_features = X.shape
         if not self.whiten:
             if self.n_components is not None:
-                warnings.warn("Ignoring n_components with whiten=False.", UserWarning, stacklevel=4)
+                warn("Ignoring n_components with whiten=False.", UserWarning)
             return n_features
         largest = min(n_samples, n_features)
         if self.n_components is None:
             return largest
+        if isinstance(self.n_components, str | float):
+            return pca_count(X, self.n_components)
         if self.n_components > largest:
-            warnings.warn(f"n_components is too large: it will be set to {largest}", stacklevel=4)
+            warn(f"n_components is too large: it will be set to {largest}", UserWarning)
             return largest
         return self.n_components
 
@@ -368,7 +383,9 @@ class ICA(BaseADMTransformer):
             max_iter=self.max_iter,
             tol=self.tol,
             random_state=seed,
-        ).fit(X)
+        )
+        with raised_at_caller():  # FastICA's warnings name the user's line
+            fastica.fit(X)
         if self.whiten:  # FastICA's whitened rows have covariance I / n: these have I
             whitener = fastica.whitening_.T * math.sqrt(len(X))
             white = X @ whitener
@@ -386,7 +403,6 @@ class ICA(BaseADMTransformer):
             dependence_weight=1.0,
             reconstruction_weight=_ANCHOR_WEIGHT,
             variance_weight=0.0,
-            stop_when_independent=True,
             **self._shared_game_settings(n_train, n_components),
         )
 
@@ -404,17 +420,10 @@ class ICA(BaseADMTransformer):
             else:  # FastICA's arbitrary variance: 1 / n_samples per component
                 unmixing = unmixing / math.sqrt(len(X))
             self.mean_ = self.mean_.astype(X.dtype)
-        # deterministic signs: each component's largest coefficient is positive
-        largest = np.argmax(np.abs(unmixing), axis=0)
-        unmixing = unmixing * np.sign(unmixing[largest, np.arange(unmixing.shape[1])])
-        self.components_ = unmixing.T.astype(X.dtype)
-        self.mixing_ = np.linalg.pinv(unmixing.T).astype(X.dtype)
+        components, mixing = flip_signs(unmixing.T, np.linalg.pinv(unmixing.T))
+        self.components_ = components.astype(X.dtype)
+        self.mixing_ = mixing.astype(X.dtype)
 
-    def _transform(self, X):
-        if self.whiten:
-            X = X - self.mean_
-        return X @ self.components_.T
-
-    def _inverse_transform(self, Z):
-        X = Z @ self.mixing_.T
-        return X + self.mean_ if self.whiten else X
+    @property
+    def _centres_data(self):
+        return bool(self.whiten)

@@ -1,15 +1,16 @@
 """NonlinearPICA: the ADM game on an MLP autoencoder (NLPICA, paper App. B.2)."""
 
 from collections.abc import Callable
+from numbers import Real
 from typing import NamedTuple
 
 import numpy as np
 import torch
 from scipy.special import erf
-from sklearn.utils._param_validation import StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions
 from torch import nn
 
-from ._base import BaseADMTransformer
+from ._base import BaseADMTransformer, Schedule
 from ._functional import tanh
 from ._game import Autoencoders
 
@@ -251,9 +252,9 @@ class NonlinearPICA(BaseADMTransformer):
         The trained layers of the kept start, as numpy arrays: a fitted model pickles and
         transforms anywhere, with or without torch's devices.
     n_components_, n_features_in_, feature_names_in_, n_iter_, history_, device_
-        As for :class:`PICA`, except that ``val_change`` in ``history_`` counts the updates
-        since the held-out objective last fell by ``tol`` (training stops when it reaches
-        ``n_iter_no_change``).
+        As for :class:`PICA`, except that ``history_`` records, in place of ``val_change``,
+        ``val_updates_without_improvement``: the updates since the held-out objective last
+        fell by ``tol`` (training stops when it reaches ``n_iter_no_change``).
 
     See Also
     --------
@@ -274,19 +275,22 @@ class NonlinearPICA(BaseADMTransformer):
 
     _parameter_constraints: dict = {
         **BaseADMTransformer._parameter_constraints,
+        "variance_weight": [Interval(Real, 0, None, closed="left")],
         "hidden_layer_sizes": [tuple],
         "activation": [StrOptions(set(_ACTIVATIONS))],
     }
-    _per_feature_scaling = True
-    _stop_on_objective = True
     # Two starts play on after 200 updates, those with the lowest decoder contrast: on twenty
     # draws of make_nonlinear_mixture, where often one start in four follows the factors, the
     # contrast after 200, 300 or 400 updates always kept one that does (after 100, 6 of 20
     # missed), the held-out objective not (it is still falling).
-    _narrow_after = 200
-    _critic_batch_work = 2048
-    _narrow_to = 2
-    _narrow_on_penalty = True
+    _schedule = Schedule(
+        per_feature_scaling=True,
+        critic_batch_work=2048,
+        narrow_after=200,
+        narrow_to=2,
+        narrow_on_penalty=True,
+        stop_on_objective=True,
+    )
 
     def __init__(
         self,

@@ -5,10 +5,12 @@ from numbers import Real
 import numpy as np
 import torch
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
 from torch import nn
 
-from ._base import BaseADMTransformer
+from ._base import Schedule, _n_components_constraint
 from ._game import Autoencoders
+from ._linear import LinearADMTransformer, flip_signs
 from ._rotation import (
     NormalisedMomentum,
     first_angles,
@@ -39,8 +41,8 @@ _START_ROTATION_STEPS = 30
 _FINAL_ROTATION_STEPS = 50
 #: random rotations tried, next to the game's, on each start's final subspace
 _FINAL_RESTARTS = 3
-#: training rows up to which the step halves after ``PICA._learning_rate_decay`` updates;
-#: beyond, that horizon grows with the rows, up to ``_MAX_DECAY_GROWTH`` times
+#: training rows up to which the step halves after the schedule's ``learning_rate_decay``
+#: updates; beyond, that horizon grows with the rows, up to ``_MAX_DECAY_GROWTH`` times
 _DECAY_ROWS = 2500
 _MAX_DECAY_GROWTH = 4.0
 
@@ -250,7 +252,7 @@ class _SubspaceAutoencoders(Autoencoders):
             return (self.whitener.double() @ weight.double()).numpy()
 
 
-class PICA(BaseADMTransformer):
+class PICA(LinearADMTransformer):
     r"""Principal and Independent Component Analysis.
 
     A linear autoencoder trained to reconstruct the data while an ADM critic tries to predict
@@ -267,8 +269,11 @@ class PICA(BaseADMTransformer):
 
     Parameters
     ----------
-    n_components : int or None, default=None
-        Number of components. None keeps ``n_features``. With as many components as the
+    n_components : int, float, "mle" or None, default=None
+        Number of components. None keeps ``n_features``. A float in (0, 1) keeps the fewest
+        principal directions' number that explains more than that share of the variance,
+        and ``"mle"`` Minka's choice, as :class:`~sklearn.decomposition.PCA` resolves them
+        (``n_components_`` holds the number). With as many components as the
         data have directions of variance there is no subspace to choose: the components
         are then the rotation of highest contrast of all of them (FastICA's), solved once,
         and no game is played.
@@ -281,9 +286,6 @@ class PICA(BaseADMTransformer):
         Weight of the reconstruction term: the share of PCA's explained variance that the
         components give up (0 on PCA's subspace), computed exactly from the covariance, so
         that neither weight depends on the units of ``X`` or on ``n_components``.
-    variance_weight : float, default=0.0
-        Weight of the hinge keeping each component's variance above 1. The components are
-        white by construction, so PICA does not need it.
     critic_steps : int, default=4
         Critic updates per encoder update (``k`` in Algorithm 1).
     critic_hidden : int or tuple of int, default=32
@@ -420,7 +422,8 @@ class PICA(BaseADMTransformer):
     """
 
     _parameter_constraints: dict = {
-        **BaseADMTransformer._parameter_constraints,
+        **LinearADMTransformer._parameter_constraints,
+        "n_components": _n_components_constraint(),
         "learning_rate": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
     }
 
@@ -430,7 +433,6 @@ class PICA(BaseADMTransformer):
         *,
         dependence_weight=0.4,
         reconstruction_weight=1.0,
-        variance_weight=0.0,
         critic_steps=4,
         critic_hidden=32,
         probe_hidden=16,
@@ -450,7 +452,6 @@ class PICA(BaseADMTransformer):
         self.n_components = n_components
         self.dependence_weight = dependence_weight
         self.reconstruction_weight = reconstruction_weight
-        self.variance_weight = variance_weight
         self.critic_steps = critic_steps
         self.critic_hidden = critic_hidden
         self.probe_hidden = probe_hidden
@@ -467,11 +468,13 @@ class PICA(BaseADMTransformer):
         self.random_state = random_state
         self.verbose = verbose
 
-    _narrow_after = 30
-    _critic_batch_work = 4096
-    _rank_window = 3
-    _learning_rate_decay = 25
-    _warmup_steps = 100
+    _schedule = Schedule(
+        critic_batch_work=4096,
+        warmup_steps=100,
+        learning_rate_decay=25,
+        rank_window=3,
+        narrow_after=30,
+    )
 
     def _encoder_learning_rate(self, n_components):
         """With "auto", the step grows as the square root of a weight above 1 and of a
@@ -492,7 +495,7 @@ class PICA(BaseADMTransformer):
         as many updates (100 at 100,000 rows took as long as 25: the stopping rule, not the
         horizon, ends the game there)."""
         growth = min(max(1.0, n_train / _DECAY_ROWS), _MAX_DECAY_GROWTH)
-        return self._learning_rate_decay * growth
+        return self._schedule.learning_rate_decay * growth
 
     def _make_autoencoder(self, n_features, n_components, X_train):
         return _SubspaceAutoencoders(
@@ -525,21 +528,88 @@ class PICA(BaseADMTransformer):
         variance = (codes * norms).var(axis=0, ddof=1)
         order = np.argsort(-variance, kind="stable")
         components, mixing, variance = components[order], mixing[:, order], variance[order]
-        # Deterministic signs, as sklearn's svd_flip: the largest entry of each row is positive.
-        largest = np.argmax(np.abs(components), axis=1)
-        signs = np.sign(components[np.arange(len(components)), largest])
+        components, mixing = flip_signs(components, mixing)
         total_variance = X_unit.var(axis=0, ddof=1).sum()
         dtype = X.dtype
-        self.components_ = (components * signs[:, None]).astype(dtype)
-        self.mixing_ = (mixing * signs).astype(dtype)
+        self.components_ = components.astype(dtype)
+        self.mixing_ = mixing.astype(dtype)
         self.mean_ = (mean * unit).astype(dtype)
         self.explained_variance_ = (variance * unit * unit).astype(dtype)  # inf past 1e154
         self.explained_variance_ratio_ = (
             variance / total_variance if total_variance > 0 else variance * 0
         ).astype(dtype)
+        # the variance left per remaining direction, as PCA's noise_variance_
+        remaining = X.shape[1] - len(variance)
+        noise = (total_variance - variance.sum()) / remaining if remaining else 0.0
+        with np.errstate(over="ignore"):  # inf past 1e154, as explained_variance_
+            self.noise_variance_ = float(max(noise, 0.0) * unit * unit)
 
-    def _transform(self, X):
-        return (X - self.mean_) @ self.components_.T
+    def get_covariance(self):
+        """The covariance of the fitted Gaussian model, probabilistic PCA's with PICA's basis.
 
-    def _inverse_transform(self, Z):
-        return Z @ self.mixing_.T + self.mean_
+        ``mixing_ diag(max(explained_variance_ - noise_variance_, 0)) mixing_.T +
+        noise_variance_ I``: the data's variance along each component's direction of
+        reconstruction, and the variance left spread evenly over the other directions. With
+        PCA's basis (``dependence_weight=0``) it is
+        :meth:`sklearn.decomposition.PCA.get_covariance`.
+
+        Returns
+        -------
+        cov : ndarray of shape (n_features, n_features)
+        """
+        check_is_fitted(self)
+        loading = self._loading()
+        return loading @ loading.T + self.noise_variance_ * np.eye(len(loading))
+
+    def _loading(self):
+        """``W`` of the model's covariance ``W W^T + noise_variance_ I``, in float64."""
+        excess = np.maximum(self.explained_variance_.astype(np.float64) - self.noise_variance_, 0)
+        return self.mixing_.astype(np.float64) * np.sqrt(excess)
+
+    def score_samples(self, X):
+        """Log-likelihood of each sample under the fitted Gaussian model.
+
+        The model is :meth:`get_covariance`'s: a Gaussian, so the likelihood rewards a
+        subspace that holds the variance and ignores the independence PICA buys (a
+        non-orthogonal basis of the same subspace and variances reads the same); compare it
+        with PCA's, which is the largest a model of this form reaches, to see the variance
+        PICA gave up.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ll : ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        centred = X.astype(np.float64) - self.mean_
+        covariance = self.get_covariance()
+        sign, log_determinant = np.linalg.slogdet(covariance)
+        if sign <= 0:
+            raise ValueError(
+                "The fitted model's covariance is singular (the data have fewer directions of "
+                "variance than features): its likelihood is not defined."
+            )
+        solved = np.linalg.solve(covariance, centred.T).T
+        n_features = X.shape[1]
+        quadratic = (centred * solved).sum(axis=1)
+        return -0.5 * (quadratic + n_features * np.log(2 * np.pi) + log_determinant)
+
+    def score(self, X, y=None):
+        """Mean log-likelihood of the samples under the fitted Gaussian model
+        (:meth:`score_samples`).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : Ignored
+            Not used, present for API consistency by convention.
+
+        Returns
+        -------
+        ll : float
+        """
+        return float(np.mean(self.score_samples(X)))

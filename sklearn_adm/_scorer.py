@@ -1,9 +1,11 @@
 """DependenceScorer: how dependent the columns of any feature matrix are."""
 
+from dataclasses import dataclass, field
 from numbers import Integral
 
 import numpy as np
 import torch
+from sklearn import get_config
 from sklearn.base import BaseEstimator
 from sklearn.pipeline import Pipeline
 from sklearn.utils import check_random_state
@@ -43,9 +45,55 @@ _TEST_CRITIC = {"max_iter": 2000, "validation_fraction": 0.5}
 #: its residual variances then carry a relative error of about 2e-16 / ratio, and columns
 #: nearer collinear are regressed one by one (least squares)
 _WELL_CONDITIONED = 1e-8
+#: ridge of the held-out linear regressions, on standardised columns
+_LINEAR_RIDGE = 1e-6
 #: training rows, at most, among which the two-sample test looks for nearest neighbours: the
 #: search costs their number times the held-out rows', and the critic carries large samples
 _NEIGHBOUR_ROWS = 4096
+
+
+@dataclass(frozen=True)
+class DependenceTestResult:
+    """The result of :meth:`DependenceScorer.test`.
+
+    Attributes
+    ----------
+    statistic : float, ndarray or pandas.Series
+        The dependence estimated on the data: per column for ``test(Z)``, one number for
+        ``test(X, Y)``.
+    pvalue : float, ndarray or pandas.Series
+        The permutation p-value(s), at least ``1 / (n_permutations + 1)``.
+    null_mean : float, ndarray, pandas.Series or None
+        The mean estimate over the permutations: the estimator's floor, the value it gives
+        to independent data of the same marginals and size. None where the permutations'
+        estimates are not computed (the ``"dcor"`` two-sample test runs ``dcor``'s).
+    n_permutations : int
+        Permutations drawn.
+
+    Unpacking and indexing give ``pvalue, null_mean`` for ``test(Z)`` and ``statistic,
+    pvalue`` for ``test(X, Y)``, the tuples of earlier versions; read the attributes by name
+    instead, whose meaning does not change with the form.
+    """
+
+    statistic: object
+    pvalue: object
+    null_mean: object
+    n_permutations: int
+    two_sample: bool = field(default=False, repr=False)
+
+    def _legacy(self):
+        if self.two_sample:
+            return self.statistic, self.pvalue
+        return self.pvalue, self.null_mean
+
+    def __iter__(self):
+        return iter(self._legacy())
+
+    def __getitem__(self, index):
+        return self._legacy()[index]
+
+    def __len__(self):
+        return 2
 
 
 class DependenceScorer(BaseEstimator):
@@ -62,7 +110,9 @@ class DependenceScorer(BaseEstimator):
           others; the absolute correlation pairwise.
         - ``"adm"``: the learned estimate: an :class:`ADMCritic` is trained on part of the
           rows and ``1 - MSE`` on the other rows, calibrated and clipped to [0, 1], estimates
-          the squared maximal correlation of each column with the others.
+          the squared maximal correlation of each column with the others. Per feature it
+          is never below the held-out R^2 of a linear regression on the same rows (a lower
+          bound of the squared maximal correlation that a short-trained critic can miss).
         - ``"hgb"``: a judge from another model family than the critic: the held-out R^2 of
           gradient-boosted trees (:class:`~sklearn.ensemble.HistGradientBoostingRegressor`)
           predicting each column and its square from the others, clipped to [0, 1] and
@@ -162,9 +212,13 @@ class DependenceScorer(BaseEstimator):
 
         Returns
         -------
-        ndarray of shape (n_features,)
-            In [0, 1]; a constant column has 0.
+        ndarray of shape (n_features,) or pandas.Series
+            In [0, 1]; a constant column has 0. A Series indexed by the column names when
+            ``Z`` is a DataFrame, or when scikit-learn's ``transform_output`` is "pandas".
         """
+        return _labelled(self._per_feature(Z), _column_names(Z), self.metric)
+
+    def _per_feature(self, Z):
         Z, rng, device = self._prepare(Z)
         if self.metric in ("dcor", "dcor_sq"):
             return distance_correlation_one_vs_rest(
@@ -198,9 +252,20 @@ class DependenceScorer(BaseEstimator):
 
         Returns
         -------
-        ndarray of shape (n_features, n_features)
-            Symmetric; 1 on the diagonal except for constant columns.
+        ndarray of shape (n_features, n_features) or pandas.DataFrame
+            Symmetric; 1 on the diagonal except for constant columns. A DataFrame whose index
+            and columns are the column names when ``Z`` is a DataFrame, or when
+            scikit-learn's ``transform_output`` is "pandas".
         """
+        names = _column_names(Z)
+        result = self._pairwise(Z)
+        if names is None:
+            return result
+        import pandas as pd
+
+        return pd.DataFrame(result, index=names, columns=names)
+
+    def _pairwise(self, Z):
         Z, rng, device = self._prepare(Z)
         if self.metric in ("dcor", "dcor_sq"):
             return distance_correlation_pairwise(Z, squared=self.metric == "dcor_sq")
@@ -268,14 +333,14 @@ class DependenceScorer(BaseEstimator):
 
         Returns
         -------
-        p_values, floor : ndarray of shape (n_features,)
-            With ``Y=None``: per column, the p-value and the mean statistic over the
-            permutations.
-        statistic, p_value : float
-            With ``Y``: the dependence between ``X`` and ``Y`` (distance correlation; the
-            first canonical correlation for ``"pearson"``; for ``"adm"`` the mean over the
-            columns of ``[X, Y]`` of the critic's held-out estimate of their dependence on the
-            other columns) and its p-value.
+        result : DependenceTestResult
+            ``statistic``, ``pvalue``, ``null_mean`` (the floor) and ``n_permutations``.
+            With ``Y=None``, per column (Series indexed by the column names where
+            :meth:`per_feature` returns one); with ``Y``, numbers: the dependence between
+            ``X`` and ``Y`` (distance correlation; the first canonical correlation for
+            ``"pearson"``; for ``"adm"`` the mean over the columns of ``[X, Y]`` of the
+            critic's held-out estimate of their dependence on the other columns). It unpacks
+            as ``p_values, floor`` with ``Y=None`` and as ``statistic, p_value`` with ``Y``.
 
         Examples
         --------
@@ -284,11 +349,11 @@ class DependenceScorer(BaseEstimator):
         >>> rng = np.random.default_rng(0)
         >>> x = rng.uniform(-1, 1, size=(500, 1))
         >>> Z = np.c_[x, x**2, rng.normal(size=500)]
-        >>> p_values, floor = DependenceScorer("dcor", random_state=0).test(Z)
-        >>> p_values.round(3)  # the smallest possible p-value is 1 / 201
+        >>> result = DependenceScorer("dcor", random_state=0).test(Z)
+        >>> result.pvalue.round(3)  # the smallest possible p-value is 1 / 201
         array([0.005, 0.005, 0.736])
-        >>> statistic, p_value = DependenceScorer("adm", random_state=0).test(x, x**2)
-        >>> round(statistic, 1), round(p_value, 3)
+        >>> result = DependenceScorer("adm", random_state=0).test(x, x**2)
+        >>> round(result.statistic, 1), round(result.pvalue, 3)
         (1.0, 0.005)
         """
         if self.metric == "hgb":
@@ -299,8 +364,16 @@ class DependenceScorer(BaseEstimator):
         if not isinstance(n_permutations, Integral) or n_permutations < 1:
             raise ValueError(f"n_permutations must be a positive integer, got {n_permutations!r}.")
         if Y is None:
-            return self._test_columns(X, n_permutations)
-        return self._test_samples(X, Y, n_permutations)
+            names = _column_names(X)
+            statistic, p_values, floor = self._test_columns(X, n_permutations)
+            return DependenceTestResult(
+                _labelled(statistic, names, "statistic"),
+                _labelled(p_values, names, "pvalue"),
+                _labelled(floor, names, "null_mean"),
+                n_permutations,
+            )
+        statistic, p_value, null_mean = self._test_samples(X, Y, n_permutations)
+        return DependenceTestResult(statistic, p_value, null_mean, n_permutations, True)
 
     def _test_columns(self, Z, n_permutations):
         Z, rng, device = self._prepare(Z)
@@ -312,16 +385,16 @@ class DependenceScorer(BaseEstimator):
                 index = torch.as_tensor(index, device=z.device)
                 return torch.gather(z.expand(copies, -1, -1), 1, index)
 
-            observed, permuted, _, floor = _critic_null(
+            observed, permuted, estimate, floor = _critic_null(
                 critic, held_out, n_permutations, shuffle_columns
             )
-            return _p_values(observed, permuted), floor
+            return estimate, _p_values(observed, permuted), floor
         scorer = DependenceScorer(self.metric, max_samples=None, device=self.device)
-        observed = scorer.per_feature(Z)
+        observed = scorer._per_feature(Z)
         permuted = np.array(
-            [scorer.per_feature(_shuffle_columns(Z, rng)) for _ in range(n_permutations)]
+            [scorer._per_feature(_shuffle_columns(Z, rng)) for _ in range(n_permutations)]
         )
-        return _p_values(observed, permuted), permuted.mean(axis=0)
+        return observed, _p_values(observed, permuted), permuted.mean(axis=0)
 
     def _test_samples(self, X, Y, n_permutations):
         X = check_array(X, dtype=np.float64, ensure_min_samples=2, ensure_2d=False)
@@ -340,9 +413,8 @@ class DependenceScorer(BaseEstimator):
                 X, Y, num_resamples=n_permutations, random_state=rng
             )
             statistic = dcor.distance_correlation(X, Y)
-            return float(statistic**2 if self.metric == "dcor_sq" else statistic), float(
-                result.pvalue
-            )
+            statistic = statistic**2 if self.metric == "dcor_sq" else statistic
+            return float(statistic), float(result.pvalue), None
         if self.metric == "pearson":
             observed = _canonical_correlation(X, Y)
             permuted = np.array(
@@ -351,7 +423,7 @@ class DependenceScorer(BaseEstimator):
                     for _ in range(n_permutations)
                 ]
             )
-            return float(observed), float(_p_values(observed, permuted))
+            return float(observed), float(_p_values(observed, permuted)), float(permuted.mean())
         critic, train, held_out = self._trained_critic(XY, rng, device, groups=None, exact=True)
         split = X.shape[1]
         orders = []  # of Y's held-out rows, one per permutation
@@ -363,7 +435,7 @@ class DependenceScorer(BaseEstimator):
             y = torch.gather(z[:, split:].expand(copies, -1, -1), 1, rows)
             return torch.cat([z[:, :split].expand(copies, -1, -1), y], dim=-1)
 
-        observed, permuted, estimate, _ = _critic_null(
+        observed, permuted, estimate, floor = _critic_null(
             critic, held_out, n_permutations, shuffle_rows_of_y
         )
         reference = rng.permutation(len(train))[:_NEIGHBOUR_ROWS]
@@ -374,7 +446,8 @@ class DependenceScorer(BaseEstimator):
             [np.r_[observed, near_observed], np.hstack([permuted, near_permuted])]
         )
         strongest = _largest_standardized(statistics)
-        return float(estimate.mean()), float(_p_values(strongest[0], strongest[1:]))
+        p_value = float(_p_values(strongest[0], strongest[1:]))
+        return float(estimate.mean()), p_value, float(floor.mean())
 
     def __call__(self, estimator, X, y=None):
         """Scorer protocol: ``-score(estimator.transform(X))``, higher is more independent.
@@ -387,10 +460,16 @@ class DependenceScorer(BaseEstimator):
         return -self.score(estimator.transform(X))
 
     def _adm(self, Z, rng, device, groups):
-        """1 - calibrated held-out critic MSE per column, clipped to [0, 1]."""
-        critic, _, held_out = self._trained_critic(Z, rng, device, groups)
+        """1 - calibrated held-out critic MSE per column, clipped to [0, 1]. Per feature,
+        never below the held-out R^2 of a linear regression on the same rows: the squared
+        maximal correlation that the critic estimates is at least the linear one, and a
+        critic trained for a few thousand steps on few rows can fall short of it."""
+        critic, train, held_out = self._trained_critic(Z, rng, device, groups)
         _, mse = calibrate(critic, held_out)
-        return np.clip(1.0 - mse.cpu().numpy().astype(np.float64), 0.0, 1.0)
+        dependence = np.clip(1.0 - mse.cpu().numpy().astype(np.float64), 0.0, 1.0)
+        if groups is None:
+            dependence = np.maximum(dependence, _linear_held_out(train, held_out))
+        return dependence
 
     def _trained_critic(self, Z, rng, device, groups, exact=False):
         """An :class:`ADMCritic` trained on part of the rows of ``Z``, those rows and the other
@@ -524,6 +603,43 @@ def _canonical_correlation(X, Y):
     if not bases[0].shape[1] or not bases[1].shape[1]:
         return 0.0
     return float(min(np.linalg.norm(bases[0].T @ bases[1], ord=2), 1.0))
+
+
+def _column_names(Z):
+    """The names of the columns of ``Z`` where the results should carry them: a DataFrame's
+    columns (as strings), or ``x0, x1, ...`` under scikit-learn's ``transform_output="pandas"``;
+    else None."""
+    if hasattr(Z, "columns"):
+        return [str(name) for name in Z.columns]
+    if get_config()["transform_output"] == "pandas":
+        return [f"x{j}" for j in range(np.shape(Z)[1])]
+    return None
+
+
+def _labelled(values, names, name):
+    """``values`` per column as a pandas Series indexed by ``names`` (as they are if None)."""
+    if names is None:
+        return values
+    import pandas as pd
+
+    return pd.Series(values, index=names, name=name)
+
+
+def _linear_held_out(train, held_out):
+    """Held-out R^2 of each column regressed linearly on the others (fitted on ``train``),
+    calibrated as the critic's and clipped to [0, 1]. The regressions of all columns come
+    from one inverse covariance ``P``: column ``j``'s residual is ``(z P)_j / P_jj``."""
+    train, held_out = train.double(), held_out.double()
+    tiny = torch.finfo(train.dtype).tiny
+    mean, spread = train.mean(dim=0), train.std(dim=0, correction=0).clamp_min(tiny)
+    correlation = torch.cov(((train - mean) / spread).T, correction=0).reshape(len(mean), -1)
+    eye = torch.eye(len(mean), dtype=train.dtype, device=train.device)
+    precision = torch.linalg.inv(correlation + _LINEAR_RIDGE * eye)
+    centred = (held_out - mean) / spread
+    prediction = centred - centred @ precision / precision.diagonal()
+    scale = centred.std(dim=0, correction=0).clamp_min(tiny)
+    _, mse = calibrated_fit(centred / scale, prediction / scale)
+    return np.clip(1.0 - mse.cpu().numpy(), 0.0, 1.0)
 
 
 def _rescale(Z):

@@ -69,10 +69,10 @@ def training_threads(n_threads):
     Examples
     --------
     >>> import numpy as np
-    >>> from sklearn_adm import PICA, training_threads
+    >>> from sklearn_adm import DependenceScorer, training_threads
     >>> X = np.random.default_rng(0).laplace(size=(500, 4))
     >>> with training_threads(1):
-    ...     pica = PICA(n_components=2, max_iter=20, random_state=0).fit(X)
+    ...     dependence = DependenceScorer().score(X)
     """
     if n_threads is not None and (
         not isinstance(n_threads, Integral) or isinstance(n_threads, bool) or n_threads < 1

@@ -31,43 +31,66 @@ __all__ = [
 ]
 
 
-def _on_free_cores(kernel, z):
-    """Run a parallel numba ``kernel`` on ``z`` on the threads a fit would use
-    (:class:`~sklearn_adm._threads.FitThreads`), and leave torch's count as it was: numba's
+#: pairs of rows times features below which the serial kernel runs: it compiles in 0.3 s
+#: where the parallel one takes 2 s (a first call in a fresh environment), and runs such
+#: work in a fraction of a second
+_SERIAL_WORK = 2**27
+
+
+def _one_vs_rest_on_free_cores(z):
+    """The sums of :func:`_one_vs_rest_sums` on the threads a fit would use
+    (:class:`~sklearn_adm._threads.FitThreads`), leaving torch's count as it was: numba's
     OpenMP pool shares torch's OpenMP runtime, and starting it sets the count to every core (in
     a Dask worker of one thread, that made the next fits run two threads per core, 4x
-    slower)."""
-    with FitThreads(work=z.size * len(z)) as threads:
+    slower). Small work, or one thread, runs the serial kernel."""
+    work = z.size * len(z)
+    with FitThreads(work=work) as threads:
+        if threads.n_threads == 1 or work < _SERIAL_WORK:
+            return _one_vs_rest_sums_serial(z)
         numba.set_num_threads(min(threads.n_threads, numba.config.NUMBA_NUM_THREADS))
-        return kernel(z)
+        return _one_vs_rest_sums(z)
+
+
+@numba.njit(inline="always")
+def _add_row_sums(z, i, sums):
+    """Add row ``i``'s sums over all rows ``k`` of a, b, a*b, a^2, b^2 to ``sums[:, i]``."""
+    n, d = z.shape
+    diff = np.empty(d)
+    for k in range(n):
+        squared = 0.0
+        for j in range(d):
+            diff[j] = z[i, j] - z[k, j]
+            squared += diff[j] * diff[j]
+        for j in range(d):
+            a_squared = diff[j] * diff[j]
+            a = abs(diff[j])
+            b = np.sqrt(max(squared - a_squared, 0.0))
+            sums[0, i, j] += a
+            sums[1, i, j] += b
+            sums[2, i, j] += a * b
+            sums[3, i, j] += a_squared
+            sums[4, i, j] += b * b
 
 
 @numba.njit(parallel=True, cache=True)
 def _one_vs_rest_sums(z):
-    """Per row ``i`` and feature ``j``: sums over ``k`` of a, b, a*b, a^2, b^2."""
+    """Per row ``i`` and feature ``j``: sums over ``k`` of a, b, a*b, a^2, b^2, ``(5, n, d)``;
+    parallel over rows."""
     n, d = z.shape
-    row_a = np.zeros((n, d))
-    row_b = np.zeros((n, d))
-    sum_ab = np.zeros((n, d))
-    sum_aa = np.zeros((n, d))
-    sum_bb = np.zeros((n, d))
+    sums = np.zeros((5, n, d))
     for i in numba.prange(n):
-        diff = np.empty(d)
-        for k in range(n):
-            squared = 0.0
-            for j in range(d):
-                diff[j] = z[i, j] - z[k, j]
-                squared += diff[j] * diff[j]
-            for j in range(d):
-                a_squared = diff[j] * diff[j]
-                a = abs(diff[j])
-                b = np.sqrt(max(squared - a_squared, 0.0))
-                row_a[i, j] += a
-                row_b[i, j] += b
-                sum_ab[i, j] += a * b
-                sum_aa[i, j] += a_squared
-                sum_bb[i, j] += b * b
-    return row_a, row_b, sum_ab, sum_aa, sum_bb
+        _add_row_sums(z, i, sums)
+    return sums
+
+
+@numba.njit(cache=True)
+def _one_vs_rest_sums_serial(z):
+    """:func:`_one_vs_rest_sums` on one thread."""
+    n, d = z.shape
+    sums = np.zeros((5, n, d))
+    for i in range(n):
+        _add_row_sums(z, i, sums)
+    return sums
 
 
 def _one_vs_rest_sums_torch(Z, device, block_bytes=256e6):
@@ -133,7 +156,7 @@ def distance_correlation_one_vs_rest(Z, *, squared=False, device="cpu"):
     Z = np.ascontiguousarray(Z, dtype=np.float64)
     n = Z.shape[0]
     if torch.device(device).type == "cpu":
-        row_a, row_b, sum_ab, sum_aa, sum_bb = _on_free_cores(_one_vs_rest_sums, Z)
+        row_a, row_b, sum_ab, sum_aa, sum_bb = _one_vs_rest_on_free_cores(Z)
     else:
         row_a, row_b, sum_ab, sum_aa, sum_bb = _one_vs_rest_sums_torch(Z, device)
     squared_dcor = _ratio(

@@ -35,8 +35,10 @@ def test_score_npy_with_options(tmp_path, data, capsys):
     ("name", "content", "message"),
     [
         ("missing.npy", None, "cannot read"),
-        ("table.txt", "1,2\n3,4\n", "expected a .npy or .csv file"),
-        ("words.csv", "a,b\nc,d\ne,f\n", "cannot read"),
+        ("table.txt", "1,2\n3,4\n", "expected a .npy, .csv, .tsv or .parquet file"),
+        ("words.csv", "a,b\nc,d\ne,f\n", "no numeric column"),
+        ("ragged.csv", "a,b\n1,2\n3\n", "the same number of fields"),
+        ("empty.csv", "", "the file is empty"),
         ("one_column.csv", "1\n2\n3\n", "1 feature"),
     ],
 )
@@ -58,3 +60,74 @@ def test_score_names_columns_by_the_header_and_tests_them(tmp_path, data, capsys
     assert list(rows) == ["angle", "height", "noise"]
     assert rows["angle"][2] == rows["height"][2] == 0.05  # 1 / (19 + 1): beyond every shuffle
     assert rows["noise"][2] > 0.05 and rows["noise"][1] > 0  # the floor of independent columns
+
+
+@pytest.fixture
+def frame(data):
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(data, columns=["angle, in radians", "height", "noise"])
+    frame["species"] = np.where(data[:, 0] > 0, "setosa", "virginica")
+    return frame
+
+
+def _scored(capsys):
+    captured = capsys.readouterr()
+    rows = [line.split() for line in captured.out.splitlines()[1:-1]]
+    return captured, rows
+
+
+def test_a_csv_written_by_pandas(tmp_path, frame, capsys):
+    """Quoted names holding commas, pandas' unnamed index and a text column: the index and the
+    text are not scored, with a notice each, and the names are kept."""
+    path = tmp_path / "frame.csv"
+    frame.to_csv(path)
+    assert main(["score", str(path)]) == 0
+    captured, rows = _scored(capsys)
+    assert "index" in captured.err and "'species' is not numeric: skipped" in captured.err
+    assert [" ".join(row[:-1]) for row in rows] == ["angle, in radians", "height", "noise"]
+    expected = distance_correlation_one_vs_rest(frame.iloc[:, :3].to_numpy())
+    assert [float(row[-1]) for row in rows] == pytest.approx(expected, abs=1e-4)
+
+
+def test_columns_and_index_chosen_by_name(tmp_path, frame, capsys):
+    path = tmp_path / "frame.csv"
+    frame.rename_axis("id").to_csv(path)
+    assert main(["score", str(path), "--index-col", "id", "--columns", "height", "noise"]) == 0
+    captured, rows = _scored(capsys)
+    assert [row[0] for row in rows] == ["height", "noise"]
+    assert main(["score", str(path), "--columns", "species", "height"]) == 2
+    assert "'species' is not numeric" in capsys.readouterr().err
+    assert main(["score", str(path), "--columns", "weight"]) == 2
+    assert "no column named 'weight'" in capsys.readouterr().err
+
+
+def test_missing_values_are_named_or_dropped(tmp_path, frame, capsys):
+    frame.loc[4, "height"] = np.nan
+    path = tmp_path / "frame.csv"
+    frame.to_csv(path, index=False)
+    assert main(["score", str(path)]) == 2
+    message = capsys.readouterr().err
+    assert "row 5 (line 6 of the file), column 'height' (column 2)" in message
+    assert "--dropna" in message
+    assert main(["score", str(path), "--dropna"]) == 0
+    assert "dropped 1 rows with missing values" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("suffix", "separator", "option"), [(".tsv", "\t", []), (".txt", ";", ["--delimiter", ";"])]
+)
+def test_other_delimiters(tmp_path, frame, capsys, suffix, separator, option):
+    path = tmp_path / f"frame{suffix}"
+    frame.to_csv(path, sep=separator, index=False)
+    assert main(["score", str(path), *option]) == 0
+    _, rows = _scored(capsys)
+    assert rows[1][0] == "height"
+
+
+def test_parquet(tmp_path, frame, capsys):
+    pytest.importorskip("pyarrow")
+    path = tmp_path / "frame.parquet"
+    frame.to_parquet(path, index=False)
+    assert main(["score", str(path)]) == 0
+    _, rows = _scored(capsys)
+    assert [row[0] for row in rows][1:] == ["height", "noise"]

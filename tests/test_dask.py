@@ -34,6 +34,8 @@ def _worker_state():
     return torch.get_num_threads(), os.environ.get("MALLOC_TRIM_THRESHOLD_")
 
 
+# 20 updates a fit: the grid compares scores, it does not need converged fits
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_grid_search_on_a_dask_cluster_scores_as_in_sequence(client):
     X, _ = make_pca_vs_pica(600, random_state=0)
     searches = {}

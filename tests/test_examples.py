@@ -16,6 +16,8 @@ def test_the_gallery_is_found():
     assert len(EXAMPLES) >= 7
 
 
+# the quick mode cuts max_iter: a smoke run of each example, not converged fits
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("path", EXAMPLES, ids=[path.stem for path in EXAMPLES])
 def test_example_runs_and_draws(path, monkeypatch, tmp_path):
     monkeypatch.setenv("SKLEARN_ADM_EXAMPLES_QUICK", "1")

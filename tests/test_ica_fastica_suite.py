@@ -211,3 +211,10 @@ def test_low_rank_data_with_eigh_warns_and_stays_finite():
             warnings.simplefilter("ignore", ConvergenceWarning)
             ica = ICA(whiten_solver="eigh", random_state=0).fit(A @ A.T)
     assert np.isfinite(ica.components_).all()
+
+
+def test_n_components_as_a_share_of_variance():
+    X, sources = _sine_and_steps(42, noise=0.01)
+    ica = ICA(n_components=0.99, random_state=0).fit(X)
+    assert ica.n_components_ == 2  # two sources behind six mixtures
+    assert (_recovery(ica.transform(X), sources) > 0.99).all()

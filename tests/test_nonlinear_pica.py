@@ -1,6 +1,7 @@
 """NonlinearPICA: independent components from nonlinearly mixed factors."""
 
 import pickle
+from dataclasses import replace
 
 import dcor
 import numpy as np
@@ -200,9 +201,10 @@ def test_starts_kept_after_narrowing_play_on_as_they_would_have(monkeypatch):
     monkeypatch.setattr(_game.AdversarialGame, "play", recording_play)
     monkeypatch.setattr(_game.AdversarialGame, "_narrow", recording_narrow)
     settings = dict(n_components=2, max_iter=60, tol=0, random_state=0)
-    monkeypatch.setattr(NonlinearPICA, "_narrow_after", 30)
+    schedule = NonlinearPICA._schedule
+    monkeypatch.setattr(NonlinearPICA, "_schedule", replace(schedule, narrow_after=30))
     narrowed = NonlinearPICA(**settings).fit(X)
-    monkeypatch.setattr(NonlinearPICA, "_narrow_after", None)
+    monkeypatch.setattr(NonlinearPICA, "_schedule", replace(schedule, narrow_after=None))
     NonlinearPICA(**settings).fit(X)
     (keep,) = kept
     assert len(keep) == 2 and narrowed.n_iter_ == 60

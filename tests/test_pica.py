@@ -5,6 +5,7 @@ import warnings
 import dcor
 import numpy as np
 import pytest
+from sklearn.datasets import load_digits, load_wine
 from sklearn.decomposition import PCA, FastICA
 from sklearn.exceptions import ConvergenceWarning
 
@@ -470,3 +471,29 @@ def test_critic_minibatches_shrink_beyond_eight_components(monkeypatch, n_compon
         warnings.simplefilter("ignore", ConvergenceWarning)
         PICA(n_components, max_iter=3, random_state=0).fit(X)
     assert set(sizes) == {rows}
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_likelihood_is_probabilistic_pca_with_the_basis_of_pica():
+    """With PCA's subspace (no dependence term) the model is PCA's, and PICA's own subspace
+    reads no better than PCA's, the largest a Gaussian model of this form reaches."""
+    X = load_wine().data
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    pca = PCA(3).fit(X)
+    plain = PICA(3, dependence_weight=0.0, random_state=0).fit(X)
+    pica = PICA(3, random_state=0).fit(X)
+    assert plain.score(X) == pytest.approx(pca.score(X), abs=0.01)  # measured 0.002 apart
+    np.testing.assert_allclose(plain.get_covariance(), pca.get_covariance(), atol=0.05)
+    assert pica.score(X) <= pca.score(X) + 1e-3
+    np.testing.assert_allclose(pica.score(X), pica.score_samples(X).mean())
+    assert pica.noise_variance_ == pytest.approx(pca.noise_variance_, rel=0.02)
+
+
+@pytest.mark.parametrize("n_components", [0.5, 0.9, "mle"])
+def test_n_components_as_pca_resolves_a_share_of_variance(n_components):
+    X = load_digits().data[:600]
+    expected = PCA(n_components, svd_solver="full").fit(X).n_components_
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        pica = PICA(n_components, max_iter=5, random_state=0).fit(X)
+    assert pica.n_components_ == expected == pica.components_.shape[0]

@@ -8,6 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 
 from sklearn_adm import ICA, PICA, DependenceScorer, NonlinearPICA
 from sklearn_adm._base import distinct_records
@@ -173,3 +176,18 @@ def test_pica_learns_the_same_subspace_with_duplicated_records():
     np.testing.assert_allclose(copied.mean_, with_copies.mean(axis=0))
     Z = copied.transform(with_copies)
     np.testing.assert_allclose(np.corrcoef(Z.T)[0, 1], 0.0, atol=1e-9)
+
+
+def test_warnings_name_the_line_that_called_the_package():
+    """A ConvergenceWarning points at the user's ``fit`` (directly, through a pipeline, and
+    FastICA's own from ICA's start), not at the package's internals."""
+    X = np.random.default_rng(0).laplace(size=(300, 4))
+    calls = [
+        lambda: PICA(2, max_iter=3, random_state=0).fit(X),
+        lambda: make_pipeline(StandardScaler(), PICA(2, max_iter=3, random_state=0)).fit(X),
+        lambda: ICA(2, max_iter=2, tol=0.0, random_state=0).fit(X),
+    ]
+    for call in calls:
+        with pytest.warns(ConvergenceWarning) as records:
+            call()
+        assert {record.filename for record in records} == {__file__}

@@ -1,10 +1,13 @@
 """DependenceScorer: metrics, sampling, errors, and its use as a scikit-learn scorer."""
 
 import numpy as np
+import pandas as pd
 import pytest
+from sklearn import config_context
+from sklearn.datasets import load_breast_cancer
 from sklearn.decomposition import PCA
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import GridSearchCV
+from sklearn.linear_model import LinearRegression, LogisticRegression
+from sklearn.model_selection import GridSearchCV, cross_val_predict
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
@@ -166,9 +169,9 @@ def test_learned_test_holds_its_level_on_independent_data(two_samples):
         X, Y = draw(rng, 200), draw(rng, 200)
         scorer = DependenceScorer("adm", random_state=seed, critic_params={"max_iter": 100})
         if two_samples:
-            p_values.append(scorer.test(X, Y, n_permutations=39)[1])
+            p_values.append(scorer.test(X, Y, n_permutations=39).pvalue)
         else:
-            p_values.extend(scorer.test(np.c_[X, Y], n_permutations=39)[0])
+            p_values.extend(scorer.test(np.c_[X, Y], n_permutations=39).pvalue)
     p_values = np.array(p_values)
     assert np.mean(p_values <= 0.05) <= 0.125
     assert 0.38 < p_values.mean() < 0.62
@@ -293,3 +296,79 @@ def test_learned_test_is_not_drowned_by_dependence_inside_a_sample():
     Y = np.c_[y, y + 0.02 * rng.normal(size=(400, 1))]
     scorer = DependenceScorer("adm", random_state=0, critic_params={"max_iter": 500})
     assert scorer.test(x, Y, n_permutations=99)[1] == pytest.approx(1 / 100)
+
+
+def _held_out_linear_r2(Z):
+    """Each column's 5-fold cross-validated R^2 from a linear regression on the others."""
+    r2 = []
+    for j in range(Z.shape[1]):
+        others = np.delete(Z, j, axis=1)
+        predicted = cross_val_predict(LinearRegression(), others, Z[:, j], cv=5)
+        r2.append(1 - np.mean((Z[:, j] - predicted) ** 2) / Z[:, j].var())
+    return np.array(r2)
+
+
+@pytest.mark.parametrize("dataset", ["linear300", "linear1000", "breast_cancer"])
+def test_learned_estimate_is_not_below_a_held_out_linear_fit(dataset):
+    """The squared maximal correlation is at least the linear R^2: on nearly linear data the
+    learned estimate stays within noise of a held-out linear fit (on 300 Gaussian rows it
+    read 0.75 against 0.99 before the linear floor; breast cancer, raw units, 0.30 below on
+    its worst column)."""
+    if dataset == "breast_cancer":
+        Z = load_breast_cancer().data
+    else:
+        n = int(dataset.removeprefix("linear"))
+        rng = np.random.default_rng(n)
+        Z = rng.normal(size=(n, 8)) @ rng.normal(size=(8, 8))
+    learned = DependenceScorer("adm", random_state=0).per_feature(Z)
+    assert (learned >= _held_out_linear_r2(Z) - 0.05).all()
+
+
+def test_learned_estimate_stays_near_zero_under_independence():
+    Z = np.random.default_rng(0).normal(size=(500, 8))
+    assert DependenceScorer("adm", random_state=0).per_feature(Z).max() < 0.05
+
+
+def test_results_keep_the_names_of_a_dataframe():
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, 300)
+    frame = pd.DataFrame({"dose": x, "response, squared": x**2, "noise": rng.normal(size=300)})
+    scorer = DependenceScorer(random_state=0)
+    per_feature = scorer.per_feature(frame)
+    assert isinstance(per_feature, pd.Series)
+    assert list(per_feature.index) == list(frame.columns)
+    np.testing.assert_allclose(per_feature.to_numpy(), scorer.per_feature(frame.to_numpy()))
+    assert per_feature["noise"] < 0.2 < per_feature["dose"]
+    pairwise = scorer.pairwise(frame)
+    assert list(pairwise.index) == list(pairwise.columns) == list(frame.columns)
+    assert pairwise.loc["dose", "response, squared"] > 0.4
+    p_values, floor = scorer.test(frame, n_permutations=20)
+    assert list(p_values.index) == list(floor.index) == list(frame.columns)
+    assert p_values["dose"] < 0.05
+    assert isinstance(scorer.per_feature(frame.to_numpy()), np.ndarray)
+
+
+def test_pandas_output_configuration_names_the_columns():
+    Z = np.random.default_rng(0).normal(size=(100, 3))
+    with config_context(transform_output="pandas"):
+        per_feature = DependenceScorer().per_feature(Z)
+    assert list(per_feature.index) == ["x0", "x1", "x2"]
+
+
+def test_a_test_result_names_its_parts_in_both_forms():
+    """The same attribute means the same thing in the one-matrix and two-sample forms; the
+    tuples of earlier versions still unpack."""
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, 300)
+    Z = np.c_[x, x**2, rng.normal(size=300)]
+    columns = DependenceScorer("dcor_sq", random_state=0).test(Z, n_permutations=19)
+    np.testing.assert_allclose(columns.statistic, DependenceScorer("dcor_sq").per_feature(Z))
+    assert columns.pvalue.shape == columns.null_mean.shape == (3,)
+    assert columns.n_permutations == 19
+    p_values, floor = columns
+    assert p_values is columns.pvalue and floor is columns.null_mean
+    two = DependenceScorer("pearson", random_state=0).test(x, x**3, n_permutations=19)
+    assert two.statistic > 0.9 and two.pvalue == pytest.approx(1 / 20)
+    assert 0 < two.null_mean < 0.2  # the permutations' mean canonical correlation
+    statistic, p_value = two
+    assert (statistic, p_value) == (two.statistic, two.pvalue) == (two[0], two[1])

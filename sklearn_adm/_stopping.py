@@ -1,0 +1,130 @@
+"""When the game stops, and what it keeps of each update: the stopping rules, each reading the
+held-out evaluations, and the history that ``history_`` is read from."""
+
+import math
+
+import torch
+
+#: standard deviations above its mean under independence at which a held-out dependence
+#: estimate counts as dependence (:func:`within_noise`)
+_NOISE_SIGMAS = 3.0
+#: the training and held-out terms of each record, in order
+TERMS = ("objective", "reconstruction", "critic_mse", "variance_penalty")
+
+
+def within_noise(critic_mse, n_rows, n_features):
+    """Whether a held-out critic MSE (the mean over ``n_features`` features, each calibrated
+    on the same ``n_rows`` rows that the critic never trained on) is what independence gives.
+
+    For fixed predictors, a feature's fitted shrinkage on independent rows leaves
+    ``n_rows * (1 - MSE_j)`` distributed as ``max(0, N(0, 1))^2`` (one scale fitted, clipped
+    at 0): mean 1/2, variance 5/4. The sum over features is compared with its mean plus
+    ``_NOISE_SIGMAS`` standard deviations.
+    """
+    excess = n_rows * n_features * (1.0 - float(critic_mse))
+    return excess <= n_features / 2 + _NOISE_SIGMAS * math.sqrt(1.25 * n_features)
+
+
+class RepresentationChange:
+    """Converged when the leading start's held-out codes changed by less than ``tol``,
+    relative to their variance, over the last ``n_iter_no_change`` updates."""
+
+    key = "val_change"
+
+    def __init__(self, tol, n_iter_no_change, eval_every):
+        self.tol, self.n_iter_no_change, self.eval_every = tol, n_iter_no_change, eval_every
+        self.snapshots = []  # (iteration, codes of every start)
+
+    def update(self, n_iter, objective, codes, leader, n_init):
+        """Record an evaluation; return whether training has converged, and the change."""
+        change = self._change(n_iter - self.n_iter_no_change, codes, leader, n_init)
+        kept = self.n_iter_no_change // self.eval_every
+        self.snapshots = [*self.snapshots[-kept:], (n_iter, codes)]
+        return change < self.tol, change
+
+    def _change(self, since, codes, leader, n_init):
+        """Squared change of the leader's codes since iteration ``since``, relative to its
+        total variance; infinite while the history is shorter than that."""
+        older = [snapshot for iteration, snapshot in self.snapshots if iteration <= since]
+        if not older:
+            return math.inf
+        now = codes.view(len(codes), n_init, -1)[:, leader]
+        then = older[-1].view(len(codes), n_init, -1)[:, leader]
+        tiny = torch.finfo(codes.dtype).tiny
+        spread = (then - then.mean(dim=0)).square().sum().clamp_min(tiny)
+        return ((now - then).square().sum() / spread).item()
+
+    def keep_starts(self, keep, n_init):
+        self.snapshots = [
+            (iteration, codes.view(len(codes), n_init, -1)[:, keep].flatten(start_dim=1))
+            for iteration, codes in self.snapshots
+        ]
+
+
+class ObjectivePlateau:
+    """Converged when the leading start's held-out objective has not fallen by ``tol`` over
+    the last ``n_iter_no_change`` updates."""
+
+    key = "val_updates_without_improvement"
+
+    def __init__(self, tol, n_iter_no_change):
+        self.tol, self.n_iter_no_change = tol, n_iter_no_change
+        self.best, self.best_at = math.inf, 0
+
+    def update(self, n_iter, objective, codes, leader, n_init):
+        """Record an evaluation; return whether training has converged, and the updates since
+        the objective last fell by ``tol``."""
+        value = float(objective[leader])
+        if value < self.best - self.tol:
+            self.best, self.best_at = value, n_iter
+        waited = n_iter - self.best_at
+        return waited >= self.n_iter_no_change, waited
+
+    def keep_starts(self, keep, n_init):
+        """The objective's record is the leader's alone: nothing to cut."""
+
+
+class History:
+    """Every update's training terms for every start, and every evaluation's held-out
+    terms and stopping readings; cut with the starts, read for the kept start at the end."""
+
+    def __init__(self):
+        self.records = []
+
+    def update(self, n_iter, values):
+        """The training terms ``(4, n_init)`` of update ``n_iter``."""
+        self.records.append({"iteration": n_iter, "train": values.detach().cpu()})
+
+    def evaluation(self, n_iter, objective, terms, **readings):
+        """The held-out terms of the evaluation after update ``n_iter`` (0: before any), and
+        the stopping rules' readings (named as the history names them)."""
+        if not self.records or self.records[-1]["iteration"] != n_iter:
+            self.records.append({"iteration": n_iter})
+        self.records[-1]["val"] = torch.stack([objective, *terms]).cpu()
+        self.records[-1].update(readings)
+
+    def keep_starts(self, keep):
+        for record in self.records:
+            for key in ("train", "val"):
+                if key in record:
+                    record[key] = record[key][:, keep]
+
+    @property
+    def independent(self):
+        """Whether the last evaluation found no dependence beyond noise."""
+        return bool(self.records and self.records[-1].get("independent", False))
+
+    def entries(self, init):
+        """The history of start ``init``: one dict per update (and the evaluation before
+        the first update, where there is one)."""
+        return [_entry(record, init) for record in self.records]
+
+
+def _entry(record, init):
+    entry = {"iteration": record["iteration"]}
+    if "train" in record:  # not before the first update
+        entry.update(zip(TERMS, record["train"][:, init].tolist(), strict=True))
+    if "val" in record:
+        entry.update(zip(["val_" + t for t in TERMS], record["val"][:, init].tolist(), strict=True))
+    entry.update({k: v for k, v in record.items() if k not in ("iteration", "train", "val")})
+    return entry

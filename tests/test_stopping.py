@@ -1,0 +1,59 @@
+"""The game's stopping rules, its independence test and the history it keeps."""
+
+import numpy as np
+import torch
+
+from sklearn_adm._game import calibrated_fit
+from sklearn_adm._stopping import History, ObjectivePlateau, RepresentationChange, within_noise
+
+
+def test_within_noise_holds_its_level_for_predictions_independent_of_their_targets():
+    """Fixed predictions of independent targets, each shrunk on the same held-out rows: the
+    test finds dependence in 1-2 % of draws (3 standard deviations of a skewed sum)."""
+    generator = torch.Generator().manual_seed(0)
+    n_rows, n_features, draws = 200, 4, 400
+    target = torch.randn(draws, n_rows, n_features, generator=generator)
+    prediction = torch.randn(draws, n_rows, n_features, generator=generator)
+    _, mse = calibrated_fit(target, prediction)
+    found = [not within_noise(m.mean(), n_rows, n_features) for m in mse]
+    assert np.mean(found) < 0.05
+
+
+def test_within_noise_finds_a_tenth_of_explained_variance():
+    assert not within_noise(0.9, n_rows=200, n_features=4)
+    assert within_noise(1.0, n_rows=200, n_features=4)
+
+
+def test_objective_plateau_counts_the_updates_since_the_last_real_improvement():
+    rule = ObjectivePlateau(tol=0.01, n_iter_no_change=30)
+    readings = [
+        rule.update(n_iter, torch.tensor([value]), None, 0, 1)
+        for n_iter, value in [(10, 1.0), (20, 0.5), (30, 0.495), (40, 0.4905), (50, 0.4901)]
+    ]
+    assert [waited for _, waited in readings] == [0, 0, 10, 20, 30]
+    assert [converged for converged, _ in readings] == [False] * 4 + [True]
+
+
+def test_representation_change_is_relative_to_the_codes_variance():
+    rule = RepresentationChange(tol=1e-3, n_iter_no_change=20, eval_every=10)
+    codes = torch.randn(100, 4, generator=torch.Generator().manual_seed(0))  # 2 starts x 2
+    moving = codes.clone()
+    moving[:, 2:] *= 1.1  # the second start keeps moving
+    assert rule.update(10, None, codes, 0, 2) == (False, float("inf"))
+    rule.update(20, None, codes, 0, 2)
+    converged, change = rule.update(30, None, codes, 0, 2)
+    assert converged and change == 0.0
+    converged, change = rule.update(40, None, moving, 1, 2)
+    assert not converged and change > 0.005
+    rule.keep_starts([1], 2)
+    assert all(snapshot.shape == (100, 2) for _, snapshot in rule.snapshots)
+
+
+def test_history_is_cut_with_the_starts_and_read_for_one():
+    history = History()
+    history.update(1, torch.arange(8.0).view(4, 2))
+    history.evaluation(1, torch.tensor([9.0, 8.0]), [torch.ones(2)] * 3, val_change=0.5)
+    history.keep_starts([1])
+    (entry,) = history.entries(0)
+    assert entry["objective"] == 1.0 and entry["val_objective"] == 8.0
+    assert entry["val_change"] == 0.5 and not history.independent
