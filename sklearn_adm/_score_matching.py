@@ -112,7 +112,8 @@ def likelihood_rotation(Y, rotation, *, steps, movable=None):
     for _ in range(steps):
         S = Y64 @ rotation
         coefficients, mean_slope = score_fit(S[fit_rows])
-        score = score_values(S, coefficients)
+        # the scores of all rows in float32 (half the time of float64), summed in float64
+        score = score_values(S.float(), coefficients.float()).double()
         # relative gradient G_ij = E[psi_i(s_i) s_j]; its skew part is 0 at the solution
         G = score.T @ S / n
         # Hessian of the pair (i, j): E[psi_i'] + E[psi_j'] - G_ii - G_jj
