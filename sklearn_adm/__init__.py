@@ -1,20 +1,34 @@
-"""sklearn-adm: Adversarial Dependence Minimization for scikit-learn."""
+"""sklearn-adm: Adversarial Dependence Minimization for scikit-learn.
 
-from ._critic import ADMCritic
-from ._ica import ICA
-from ._nonlinear import NonlinearPICA
-from ._pica import PICA
-from ._regularizer import ADMRegularizer
-from ._scorer import DependenceScorer
-from ._threads import training_threads
+The public names are imported when first used (PEP 562): ``import sklearn_adm`` and the
+``transform`` of a fitted PICA or ICA need neither torch nor the training game, which a fit
+imports.
+"""
 
-__all__ = [
-    "ADMCritic",
-    "ADMRegularizer",
-    "DependenceScorer",
-    "ICA",
-    "NonlinearPICA",
-    "PICA",
-    "training_threads",
-]
+import importlib
+
+#: each public name and the module that defines it
+_MODULES = {
+    "ADMCritic": "._critic",
+    "ADMRegularizer": "._regularizer",
+    "DependenceScorer": "._scorer",
+    "ICA": "._ica",
+    "NonlinearPICA": "._nonlinear",
+    "PICA": "._pica",
+    "training_threads": "._threads",
+}
+
+__all__ = sorted(_MODULES)
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    if name not in _MODULES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_MODULES[name], __name__), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__():
+    return sorted([*globals(), *_MODULES])

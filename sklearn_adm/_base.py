@@ -5,7 +5,6 @@ from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
-import torch
 from sklearn.base import (
     BaseEstimator,
     ClassNamePrefixFeaturesOutMixin,
@@ -17,12 +16,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from ._allocator import training_allocations
-from ._critic import ADMCritic
-from ._device import resolve_device
-from ._game import AdversarialGame, GameResult, GameSettings
 from ._scaling import fit_scaling
-from ._threads import FitThreads
 
 #: below this many held-out rows, the held-out estimate is too noisy: all rows serve both roles
 _MIN_VALIDATION_ROWS = 10
@@ -250,11 +244,20 @@ class BaseADMTransformer(
         return self._inverse_transform(Z)
 
     def _fit(self, X):
-        """Validate ``X``, play the game and store the fitted state; return the validated X."""
+        """Validate ``X``, play the game and store the fitted state; return the validated X.
+        Torch and the game are imported here, not with the package: a fitted model
+        transforms without them."""
+        import torch
+
+        from ._allocator import training_allocations
+        from ._device import resolve_device
+        from ._game import AdversarialGame, GameResult
+        from ._threads import FitThreads
+
         X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=2)
         n_samples, n_features = X.shape
         n_components = self._resolve_n_components(X)
-        self.device_ = resolve_device(self.device)
+        self.device_ = str(resolve_device(self.device))  # a str: no torch to unpickle
         rng = check_random_state(self.random_state)
         seed = int(rng.randint(np.iinfo(np.int32).max))
         records = distinct_records(X)
@@ -312,6 +315,10 @@ class BaseADMTransformer(
     def _build(self, n_features, n_components, X_scaled, X_train, seed):
         """The autoencoder and its critic (None where the autoencoder is ``fixed``), seeded,
         on ``self.device_``."""
+        import torch
+
+        from ._critic import ADMCritic
+
         with torch.random.fork_rng(devices=[]):  # seed module init without touching the user's RNG
             torch.manual_seed(seed)
             X_start = X_scaled if self._schedule.start_from_all_rows else X_train
@@ -330,6 +337,8 @@ class BaseADMTransformer(
     def _game_settings(self, n_train, n_components):
         """The game's settings; no variance hinge unless the estimator has a
         ``variance_weight``."""
+        from ._game import GameSettings
+
         return GameSettings(
             dependence_weight=self.dependence_weight,
             reconstruction_weight=self.reconstruction_weight,

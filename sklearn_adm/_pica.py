@@ -3,253 +3,21 @@
 from numbers import Real
 
 import numpy as np
-import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
-from torch import nn
 
 from ._base import Schedule, _n_components_constraint
-from ._game import Autoencoders
 from ._linear import LinearADMTransformer, flip_signs
-from ._rotation import (
-    NormalisedMomentum,
-    first_angles,
-    negentropy,
-    negentropy_rotation,
-    negentropy_step,
-    polar,
-    retract,
-)
-from ._scaling import magnitude, principal_axes
+from ._scaling import magnitude
 
 #: the encoder's initial step, in radians, with ``learning_rate="auto"``, a dependence weight
 #: of at most 1 and at most ``_AUTO_COMPONENTS`` components
 _AUTO_LEARNING_RATE = 0.0085
 _AUTO_COMPONENTS = 32
-#: eigenvalues below this share of the largest are numerical noise: those directions are dropped
-_RANK_TOLERANCE = 1e-6
-#: rows (whitened) on which the rotation's negentropy contrast is computed
-_ROTATION_ROWS = 4096
-#: plain fixed-point steps with which a rotation is solved from a new start (before the game,
-#: and on the final subspace), keeping the best iterate
-_EXPLORE_STEPS = 200
-_START_EXPLORE_STEPS = 200
-_GAME_ROTATION_ROWS = 4096
-#: ascent steps of each start's rotation before the game (it then takes one per update)
-_START_ROTATION_STEPS = 30
-#: ascent steps, at most, of the rotation on the final frame
-_FINAL_ROTATION_STEPS = 50
-#: random rotations tried, next to the game's, on each start's final subspace
-_FINAL_RESTARTS = 3
 #: training rows up to which the step halves after the schedule's ``learning_rate_decay``
 #: updates; beyond, that horizon grows with the rows, up to ``_MAX_DECAY_GROWTH`` times
 _DECAY_ROWS = 2500
 _MAX_DECAY_GROWTH = 4.0
-
-
-class _SubspaceGradient(torch.autograd.Function):
-    """``frame``, the orthonormal value of the parameter ``V``, in the forward pass; in the
-    backward pass the gradient ``G`` reaching it goes to ``V`` as ``(I - frame frame^T) G P``:
-    the part of it that changes the subspace (turns inside the subspace are the rotation's
-    business), times the preconditioner ``P``."""
-
-    @staticmethod
-    def forward(ctx, parameter, frame, preconditioner):
-        ctx.save_for_backward(frame, preconditioner)
-        return frame.clone()
-
-    @staticmethod
-    def backward(ctx, grad):
-        frame, preconditioner = ctx.saved_tensors
-        grad = grad - frame @ (frame.transpose(-1, -2) @ grad)
-        return grad @ preconditioner.transpose(-1, -2), None, None
-
-
-class _SubspaceAutoencoders(Autoencoders):
-    """``n_init`` linear autoencoders whose codes are independent directions of a subspace.
-
-    The data are whitened once (``prepare``): ``x~ = Lambda^(-1/2) U^T x`` over the ``K``
-    principal directions with non-negligible variance. A start is an orthonormal frame ``V``
-    ``(K, d)``, its subspace, and a rotation ``R`` ``(d, d)`` inside it; its codes
-    ``z = x~ V R`` are white. The best linear decoder of white codes is the regression of
-    ``x`` on them, so the variance a start explains depends on ``V`` alone and is known exactly
-    from the eigenvalues, ``sum_kj V_kj^2 lambda_k`` (no minibatch noise). Every basis of
-    every subspace is reachable, FastICA's non-orthogonal one included, which tied weights
-    (decoder = encoder transposed) cannot express.
-
-    The game moves ``V``: its gradient keeps only the part that changes the subspace, scaled by
-    the inverse of the variance each direction of the frame explains (a Newton step for the
-    reconstruction, so that a high-variance direction is not given up to buy independence that a
-    low-variance one could buy cheaper), and a polar retraction keeps it orthonormal. ``R``
-    climbs FastICA's contrast, one ascent step after every update, and ``finish`` solves it
-    again on the final subspace (FastICA with restarts). Letting the critic
-    turn ``R`` as well was measured to make sentence-embedding components *more* dependent, for
-    gradient-boosted trees and for a freshly trained critic alike: in tens of dimensions the
-    lagging critic is fooled by rotations; what it does well is choose which directions to keep.
-    """
-
-    def __init__(self, X_train, n_components, n_init, *, rotate):
-        super().__init__()
-        eigenvalues, vectors, floor = principal_axes(X_train)
-        total = eigenvalues.sum().clamp_min(torch.finfo(eigenvalues.dtype).tiny)
-        keep = max(int((eigenvalues > _RANK_TOLERANCE * eigenvalues[0]).sum()), n_components)
-        # With as many components as directions of variance there is no subspace to choose:
-        # the frame's gradient, the part of it that changes the subspace, is zero, and the
-        # critic never turns the rotation. One start, PCA's, is then solved by ``finish``.
-        self.fixed = keep == n_components
-        self.n_init = n_init = 1 if self.fixed else n_init
-        eigenvalues, vectors = eigenvalues[:keep], vectors[:, :keep]
-        dtype = X_train.dtype
-        self.register_buffer("whitener", (vectors * eigenvalues.clamp_min(floor).rsqrt()).to(dtype))
-        self.register_buffer("variance_share", (eigenvalues / total).to(dtype))
-        self.pca_share = max(float(self.variance_share[:n_components].sum()), 1e-30)
-        starts = self._starts(keep, n_components, n_init, dtype)
-        self.frame = nn.Parameter(starts.to(X_train.device))
-        rows = torch.randperm(len(X_train), device=X_train.device)[:_ROTATION_ROWS]
-        self.rotation_rows = self.prepare(X_train[rows])
-        self.rotate = rotate and bool(eigenvalues[0] > floor)  # nothing to rotate in constant data
-        rotation = torch.eye(n_components, dtype=dtype, device=X_train.device)
-        rotation = rotation.repeat(n_init, 1, 1)
-        if self.rotate and not self.fixed:  # a random rotation per start, then ascent steps in it
-            rotation = negentropy_rotation(
-                self.rotation_rows @ self.frame.detach(),
-                polar(torch.randn_like(rotation)),
-                explore=_START_EXPLORE_STEPS,
-                max_iter=_START_ROTATION_STEPS,
-            )
-        self.register_buffer("rotation", rotation)
-        self.restarts = polar(torch.randn(_FINAL_RESTARTS, n_components, n_components, dtype=dtype))
-        self.restarts = self.restarts.to(X_train.device)
-        # the angle each start's rotation last turned by along the contrast's gradient
-        self.register_buffer("rotation_angle", first_angles(n_init, dtype, X_train.device))
-        # whether ``after_update`` left frame and rotation orthonormal (an average is not)
-        self.orthonormal = False
-        # the frame's preconditioner, computed once per update by ``after_update``
-        self.preconditioner = None
-
-    @staticmethod
-    def _starts(keep, d, n_init, dtype):
-        """Start 0 is PCA's subspace. Start ``r`` keeps PCA's leading directions and replaces
-        the last ``ceil(d r / n_init)``: start 1 by the principal directions just below the
-        cut (a swap), the others by random ones among the directions just above and below
-        it. The game is not convex: on the paper's example a start at PCA's subspace ends in
-        a worse optimum (it mixes ``x3`` into ``x1``'s component instead of giving up
-        ``x2``), and so, on one seed in 40 at 5,000 rows, did all the random ones."""
-        frame = torch.eye(keep, d, dtype=dtype).repeat(n_init, 1, 1)
-        for start in range(1, n_init):
-            redrawn = -(-d * start // n_init)
-            first, last = d - redrawn, min(keep, d + redrawn)
-            frame[start, :, first:] = 0.0
-            if start == 1 and last - d == redrawn:  # swap for the next principal directions
-                frame[start, d:last, first:] = torch.eye(redrawn, dtype=dtype)
-            else:
-                frame[start, first:last, first:] = polar(
-                    torch.randn(last - first, redrawn, dtype=dtype)
-                )
-        return frame
-
-    def prepare(self, x):
-        return x @ self.whitener
-
-    def _preconditioner(self, frame):
-        """Inverse of the variance share of the frame's directions (a Newton step for the
-        reconstruction), with a small ridge."""
-        with torch.no_grad():
-            gram = frame.transpose(-1, -2) @ (self.variance_share[:, None] * frame)
-            d = gram.shape[-1]
-            scale = torch.diagonal(gram, dim1=-2, dim2=-1).mean(dim=-1)[:, None, None]
-            scale = scale.clamp_min(torch.finfo(gram.dtype).tiny)  # 0 in constant data
-            ridge = 1e-3 * torch.eye(d, dtype=gram.dtype, device=gram.device)
-            return torch.linalg.inv_ex(gram / scale + ridge)[0]
-
-    def _moving_frame(self):
-        """The orthonormal frame, with the preconditioned, subspace-changing gradient."""
-        # orthonormal after each update; nearly so in the average
-        frame = self.frame.detach() if self.orthonormal else retract(self.frame)
-        if not torch.is_grad_enabled():
-            return frame
-        preconditioner = self.preconditioner if self.orthonormal else None
-        if preconditioner is None:
-            preconditioner = self._preconditioner(frame)
-        return _SubspaceGradient.apply(self.frame, frame, preconditioner)
-
-    def encode(self, x):
-        rotation = self.rotation if self.orthonormal else polar(self.rotation)
-        weight = self._moving_frame() @ rotation
-        return torch.einsum("nk,rkd->nrd", x, weight).flatten(start_dim=1)
-
-    def reconstruction_error(self, x, z):
-        """Share of PCA's explained variance given up, ``(n_init,)``: 0 on PCA's subspace."""
-        kept = (self._moving_frame().square() * self.variance_share[:, None]).sum(dim=(1, 2))
-        return 1.0 - kept / self.pca_share
-
-    def make_optimizer(self, learning_rate, device):
-        return NormalisedMomentum(self.parameters(), learning_rate)
-
-    def after_update(self):
-        with torch.no_grad():
-            self.frame.copy_(polar(self.frame))
-            self.preconditioner = self._preconditioner(self.frame)
-            if self.rotate:
-                rows = self.rotation_rows[:_GAME_ROTATION_ROWS]
-                scores = torch.einsum("nk,rkd->rnd", rows, self.frame)
-                rotation, self.rotation_angle = negentropy_step(
-                    scores, self.rotation, self.rotation_angle
-                )
-                self.rotation.copy_(rotation)
-        self.orthonormal = True
-
-    def finish(self):
-        """FastICA on each start's final subspace: from the game's rotation and from
-        ``_FINAL_RESTARTS`` random ones, plain fixed-point steps then ascent steps; each start
-        keeps the rotation of highest contrast.
-
-        The game turns each rotation by one ascent step per update, so it stays in the basin
-        of its start while the subspace moves, and the contrast has many local maxima: on
-        scikit-learn's digits the rotation a game ended with was measured at 0.486, its
-        restarts at 0.506-0.523."""
-        if not self.rotate:
-            return
-        with torch.no_grad():
-            frame = polar(self.frame)
-            restarts = self.restarts.expand(len(self.rotation), -1, -1, -1)
-            candidates = torch.cat([polar(self.rotation)[:, None], restarts], dim=1)
-            n_candidates = candidates.shape[1]
-            scores = torch.einsum("nk,rkd->rnd", self.rotation_rows, frame)
-            scores = scores.repeat_interleave(n_candidates, dim=0)
-            rotations = negentropy_rotation(
-                scores,
-                candidates.flatten(end_dim=1),
-                explore=_EXPLORE_STEPS,
-                max_iter=_FINAL_ROTATION_STEPS,
-            )
-            best = negentropy(scores, rotations).view(-1, n_candidates).argmax(dim=1)
-            rotations = rotations.view(*candidates.shape)[torch.arange(len(best)), best]
-            self.frame.copy_(frame)
-            self.rotation.copy_(rotations)
-
-    def stopping_codes(self, x, z):
-        """The codes before the rotation, ``x V``: they change only as the subspace does (the
-        frame's gradient leaves turns inside it out), and ``finish`` solves the rotation again."""
-        return torch.einsum("nk,rkd->nrd", x, retract(self.frame)).flatten(start_dim=1)
-
-    def load_state_dict(self, state_dict, *args, **kwargs):
-        self.orthonormal = False  # loaded weights (an average) need not be orthonormal
-        return super().load_state_dict(state_dict, *args, **kwargs)
-
-    def keep_starts(self, starts):
-        self.frame = nn.Parameter(self.frame.detach()[starts].clone())
-        self.rotation = self.rotation[starts].clone()
-        self.rotation_angle = self.rotation_angle[starts].clone()
-        if self.preconditioner is not None:
-            self.preconditioner = self.preconditioner[starts]
-        self.n_init = len(starts)
-
-    def unmixing(self, start):
-        """The trained encoder of one start on the scaled inputs, ``(n_features, d)``."""
-        with torch.no_grad():
-            weight = polar(self.frame[start]) @ polar(self.rotation[start])
-            return (self.whitener.double() @ weight.double()).numpy()
 
 
 class PICA(LinearADMTransformer):
@@ -384,8 +152,8 @@ class PICA(LinearADMTransformer):
         on the held-out rows (``val_objective``, ...; ``val_critic_mse`` is the honest
         estimate, 1 for independent components) and ``val_change``, the quantity ``tol``
         is compared with. Empty where no game is played.
-    device_ : torch.device
-        The device training ran on.
+    device_ : str
+        The device training ran on (``"cpu"``, ``"cuda:0"``, ...).
 
     See Also
     --------
@@ -498,11 +266,17 @@ class PICA(LinearADMTransformer):
         return self._schedule.learning_rate_decay * growth
 
     def _make_autoencoder(self, n_features, n_components, X_train):
+        from ._pica_encoders import _SubspaceAutoencoders  # torch: only where a fit runs
+
         return _SubspaceAutoencoders(
             X_train, n_components, self.n_init, rotate=self.dependence_weight > 0
         )
 
     def _store_fitted(self, autoencoder, init, X, mean, scale):
+        import torch
+
+        from ._scaling import principal_axes
+
         # in units of the data's magnitude, where no variance over- or underflows; the
         # components are the same in any units
         unit = magnitude(X)

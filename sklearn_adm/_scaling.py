@@ -5,7 +5,6 @@ input: ``fit(X)`` and ``fit(1000 * X)`` play the same game.
 """
 
 import numpy as np
-import torch
 
 #: share of the mean variance that per-feature scaling adds to each feature's variance
 _VARIANCE_FLOOR = 0.1
@@ -52,6 +51,8 @@ def principal_axes(X):
     floor below which a variance is rounding. The data are in units of unit mean variance
     (:func:`fit_scaling`), so a fixed floor keeps a whitener finite in float32, also for
     constant data."""
+    import torch  # a fit's dependency; the rest of this module is numpy's
+
     X = X.double()
     eigenvalues, vectors = torch.linalg.eigh(X.T @ X / len(X))
     eigenvalues, vectors = eigenvalues.flip(0).clamp_min(0), vectors.flip(1)

@@ -29,7 +29,6 @@ from contextvars import ContextVar
 from numbers import Integral
 
 import psutil
-import torch
 from joblib import cpu_count
 from threadpoolctl import ThreadpoolController
 
@@ -147,12 +146,15 @@ class FitThreads:
     """
 
     def __init__(self, work):
+        import torch  # a fit's dependency, not the package's
+
+        self._torch = torch
         self.work = int(work)
         self.n_threads = None
 
     def __enter__(self):
         global _active
-        self._caller = torch.get_num_threads()
+        self._caller = self._torch.get_num_threads()
         self._blas = ThreadpoolController().select(user_api="blas")
         self._blas_caller = [pool.num_threads for pool in self._blas.lib_controllers]
         with _lock:
@@ -164,7 +166,7 @@ class FitThreads:
         global _active
         with _lock:
             _active -= 1
-        torch.set_num_threads(self._caller)
+        self._torch.set_num_threads(self._caller)
         for pool, threads in zip(self._blas.lib_controllers, self._blas_caller, strict=True):
             pool.set_num_threads(threads)
 
@@ -179,7 +181,7 @@ class FitThreads:
 
     def _apply(self, n_threads):
         if n_threads != self.n_threads:
-            torch.set_num_threads(n_threads)
+            self._torch.set_num_threads(n_threads)
             self._blas.limit(limits=n_threads)
             self.n_threads = n_threads
 

@@ -1,20 +1,23 @@
 """Warnings raised at the line of the user's code that called the package."""
 
 import contextlib
+import importlib.util
 import os
 import sys
 import warnings
 
-import sklearn
-import torch
-
 #: frames in these files are the machinery between the user's call and the warning:
-#: this package, scikit-learn's wrappers (``_fit_context``, pipelines, searches), torch's
-#: decorators and ``contextlib``
-_MACHINERY = tuple(
-    os.path.dirname(module.__file__) + os.sep
-    for module in (sys.modules[__package__], sklearn, torch)
-) + (contextlib.__file__,)
+#: this package, scikit-learn's wrappers (``_fit_context``, pipelines, searches) and
+#: joblib's, torch's decorators and ``contextlib`` (found without importing them)
+_PACKAGES = (__package__, "sklearn", "joblib", "torch")
+_MACHINERY = (
+    *(
+        os.path.dirname(importlib.util.find_spec(name).origin) + os.sep
+        for name in _PACKAGES
+        if importlib.util.find_spec(name) is not None
+    ),
+    contextlib.__file__,
+)
 
 
 def warn(message, category=UserWarning):

@@ -49,10 +49,12 @@ def test_paper_example_where_every_random_start_mixed_x3_into_x1():
 def test_starts_keep_the_leading_directions_and_start_1_swaps_across_the_cut():
     import torch
 
-    from sklearn_adm import _pica
+    from sklearn_adm import _pica_encoders
 
     torch.manual_seed(0)
-    frame = _pica._SubspaceAutoencoders._starts(keep=12, d=8, n_init=4, dtype=torch.float64)
+    frame = _pica_encoders._SubspaceAutoencoders._starts(
+        keep=12, d=8, n_init=4, dtype=torch.float64
+    )
     np.testing.assert_array_equal(frame[0], torch.eye(12, 8))  # PCA's subspace
     swapped = torch.zeros(12, 8, dtype=torch.float64)
     swapped[:6, :6] = torch.eye(6)
@@ -217,7 +219,7 @@ def test_fitted_attributes_follow_pca_conventions(fitted):
     assert {"objective", "reconstruction", "critic_mse", "variance_penalty"} <= set(
         pica.history_[0]
     )
-    assert pica.device_ == resolve_device("auto")
+    assert pica.device_ == str(resolve_device("auto"))
     assert list(pica.get_feature_names_out()) == ["pica0", "pica1"]
 
 
@@ -344,12 +346,12 @@ def test_codes_project_the_weights_only_when_no_update_left_them_orthonormal(mon
     game's average) are projected first."""
     import torch
 
-    from sklearn_adm import _pica
+    from sklearn_adm import _pica_encoders
     from sklearn_adm._rotation import polar, retract
 
     torch.manual_seed(0)
     X = torch.as_tensor(make_embedding_like(500, 12, random_state=0)[0])
-    autoencoder = _pica._SubspaceAutoencoders(X, 3, 2, rotate=True)
+    autoencoder = _pica_encoders._SubspaceAutoencoders(X, 3, 2, rotate=True)
     x = autoencoder.prepare(X)
 
     def projected_codes():
@@ -367,8 +369,8 @@ def test_codes_project_the_weights_only_when_no_update_left_them_orthonormal(mon
     frame = autoencoder.frame.detach()
     identity = torch.eye(3, dtype=frame.dtype).expand(2, 3, 3)
     torch.testing.assert_close(frame.transpose(-1, -2) @ frame, identity)
-    monkeypatch.setattr(_pica, "polar", counted(polar))
-    monkeypatch.setattr(_pica, "retract", counted(retract))
+    monkeypatch.setattr(_pica_encoders, "polar", counted(polar))
+    monkeypatch.setattr(_pica_encoders, "retract", counted(retract))
     with torch.no_grad():
         codes = autoencoder.encode(x)
     assert not projections
@@ -393,11 +395,11 @@ def test_frame_gradient_moves_the_subspace_only_and_is_preconditioned():
     the plain gradient of the same loss, through the codes and the reconstruction."""
     import torch
 
-    from sklearn_adm import _pica
+    from sklearn_adm import _pica_encoders
 
     torch.manual_seed(0)
     X = torch.as_tensor(make_embedding_like(500, 12, random_state=0)[0])
-    autoencoder = _pica._SubspaceAutoencoders(X, 3, 2, rotate=True)
+    autoencoder = _pica_encoders._SubspaceAutoencoders(X, 3, 2, rotate=True)
     x = autoencoder.prepare(X)
     with torch.no_grad():
         autoencoder.frame.add_(0.05 * torch.randn_like(autoencoder.frame))
