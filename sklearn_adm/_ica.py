@@ -66,8 +66,8 @@ class ICA(LinearADMTransformer):
         Iterations of the start's fixed point, and updates of the rotation in the game, at
         most each.
     tol : float, default=1e-4
-        Tolerance of the start's fixed point; the game stops when the components changed by
-        less than ``tol`` (relative to their variance) over ``n_iter_no_change`` updates.
+        Tolerance of the start's fixed point; the game stops when its held-out objective has
+        not fallen by ``tol`` over ``n_iter_no_change`` updates.
     w_init : array-like of shape (n_components, n_components), default=None
         The start's initial un-mixing of the whitened data, as FastICA's; None draws it from
         ``random_state``.
@@ -237,6 +237,7 @@ class ICA(LinearADMTransformer):
         warmup_steps=100,
         learning_rate_decay=25,
         rank_window=3,
+        stop_on_objective=True,
         stop_when_independent=True,
     )
 
