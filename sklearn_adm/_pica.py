@@ -47,9 +47,8 @@ class PICA(LinearADMTransformer):
         and no game is played.
     dependence_weight : float, default=0.4
         Weight :math:`\lambda` of the dependence term ``1 - mean critic MSE``. 0 turns ADM off.
-        Larger values give up more variance for more independence. With the default, 40 of 40
-        seeds of the paper's example (both column orders; 2,000, 5,000 and 10,000 rows) gave
-        one component per factor, and 40 of 40 with 2; with 0.3, 39 of 40.
+        Larger values give up more variance for more independence (the design notes'
+        "PICA's defaults" say how the default was chosen).
     reconstruction_weight : float, default=1.0
         Weight of the reconstruction term: the share of PCA's explained variance that the
         components give up (0 on PCA's subspace), computed exactly from the covariance, so
@@ -76,18 +75,8 @@ class PICA(LinearADMTransformer):
         training rows and in proportion to the rows beyond, up to 100: more rows reveal
         finer dependence, and the game makes as many passes over them (at a given
         ``batch_size``). "auto" is
-        ``0.0085 * sqrt(max(1, dependence_weight) * max(1, n_components / 32))``: each step
-        turns by the same angle whatever the size of the gradient, so a larger weight moves
-        the optimum further from PCA's subspace without speeding the game up; the longer step
-        lets it get there before the step has decayed. On real embeddings the game stops
-        where its decaying steps run out rather than at the objective's optimum, so the step
-        also sets how far the default goes from PCA's subspace. 0.0085 is chosen for
-        sentence embeddings at 32 components: it keeps PCA's neighbourhoods (kNN accuracy)
-        within about 2 points at about 0.7 x FastICA's dependence. More components need a
-        longer step for that, as FastICA removes a larger share of PCA's dependence in more
-        dimensions (at 64, 0.0085 read 0.8 x FastICA's dependence). Data whose dependence
-        falls more slowly as the subspace moves, such as scikit-learn's digits, need a
-        larger ``dependence_weight`` for that (see the design notes).
+        ``0.0085 * sqrt(max(1, dependence_weight) * max(1, n_components / 32))`` (the
+        design notes' "PICA's defaults" say why).
     critic_learning_rate : float, default=0.02
         Adam step size of the critic.
     tol : float, default=2e-2
