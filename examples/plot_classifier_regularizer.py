@@ -120,7 +120,7 @@ for name, weight in [("c-e", 0.0), ("c-e + ADM", ADM_WEIGHT)]:
 # ---------
 # Trained on shape only. The plain classifier keeps its shape and drops most of the rest;
 # the ADM term keeps the shape and lifts the factors it was never told about, with features
-# several times less dependent (on this CPU, 10 epochs, about 1.5 minutes per run).
+# several times less dependent (on a 2-core CPU, 10 epochs, 2 to 3 minutes per run).
 
 header = "".join(f"{factor:>9}" for factor in FACTOR_IMAGE_FACTORS)
 print(f"{'method':<11}{header}    dCor²   train")
