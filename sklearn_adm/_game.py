@@ -133,8 +133,6 @@ class GameResult:
     n_iter: int
     converged: bool
     best_init: int
-    #: the held-out critic found no dependence beyond noise where the game stopped
-    independent: bool = False
 
 
 class CriticUpdates:
@@ -399,8 +397,10 @@ class AdversarialGame:
             leader = int(criterion.argmin())
             if self._within_noise(val_terms[1][leader], X_val):
                 history.evaluation(0, objective, val_terms, independent=True)
+                if s.verbose:
+                    tqdm.write(f"{desc}: the held-out critic finds no dependence left; no update.")
                 self.autoencoder.finish()
-                return GameResult(history.entries(leader), 0, True, leader, True)
+                return GameResult(history.entries(leader), 0, True, leader)
         converged, n_iter, leader, criteria = False, 0, 0, []
         last_good = copy.deepcopy(self.average.module.state_dict())
         progress = tqdm(total=s.max_iter, desc=desc, disable=s.verbose < 1, leave=False)
@@ -453,7 +453,7 @@ class AdversarialGame:
                 "changing; consider increasing max_iter.",
                 ConvergenceWarning,
             )
-        return GameResult(history.entries(leader), n_iter, converged, leader, history.independent)
+        return GameResult(history.entries(leader), n_iter, converged, leader)
 
     def _update(self, X_train, n_iter):
         """One step of Algorithm 1: ``critic_steps`` critic updates, then one encoder update;

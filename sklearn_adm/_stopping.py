@@ -109,11 +109,6 @@ class History:
                 if key in record:
                     record[key] = record[key][:, keep]
 
-    @property
-    def independent(self):
-        """Whether the last evaluation found no dependence beyond noise."""
-        return bool(self.records and self.records[-1].get("independent", False))
-
     def entries(self, init):
         """The history of start ``init``: one dict per update (and the evaluation before
         the first update, where there is one)."""

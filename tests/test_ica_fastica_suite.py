@@ -218,3 +218,9 @@ def test_n_components_as_a_share_of_variance():
     ica = ICA(n_components=0.99, random_state=0).fit(X)
     assert ica.n_components_ == 2  # two sources behind six mixtures
     assert (_recovery(ica.transform(X), sources) > 0.99).all()
+
+
+def test_an_early_stop_is_said(capsys):
+    X, _ = _square_and_cauchy(42)
+    ICA(verbose=1, random_state=0).fit(X)
+    assert "finds no dependence left" in capsys.readouterr().out
