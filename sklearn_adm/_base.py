@@ -297,7 +297,7 @@ class BaseADMTransformer(
         """The number of components a fit of ``X`` learns: ``n_components``, all features
         when None, or as PCA resolves a share of variance in (0, 1) or ``"mle"``."""
         n_features = X.shape[1]
-        if isinstance(self.n_components, str) or isinstance(self.n_components, float):
+        if isinstance(self.n_components, str | float):
             return pca_count(X, self.n_components)
         n_components = n_features if self.n_components is None else self.n_components
         if n_components > n_features:

@@ -276,8 +276,9 @@ class ICA(LinearADMTransformer):
         X = X_start.double().cpu().numpy()
         whitener, white, rotation = self._fastica(X, n_components)
         if self.w_init is None and gaussian_looking(white @ rotation).any():
+            # the data are white now: the extra starts need no whitening of their own
             candidates = [rotation] + [
-                self._fastica(X, n_components)[2] for _ in range(_EXTRA_STARTS)
+                self._fastica(white.numpy(), None, whiten=False)[2] for _ in range(_EXTRA_STARTS)
             ]
             information = [float(fisher_information(white @ r).sum()) for r in candidates]
             rotation = candidates[int(np.argmax(information))]
@@ -285,23 +286,26 @@ class ICA(LinearADMTransformer):
         whitener = torch.as_tensor(whitener, dtype=X_start.dtype, device=X_start.device)
         return _RotationEncoders(whitener, start.to(whitener), self.n_init)
 
-    def _fastica(self, X, n_components):
-        """FastICA, with this estimator's FastICA parameters and a seed drawn from torch's
-        generator (seeded by the estimator), on ``X`` ``(n, n_features)``: the whitener (to
-        rows of identity covariance), the white rows and FastICA's rotation of them."""
+    def _fastica(self, X, n_components, whiten=None):
+        """FastICA, with this estimator's FastICA parameters (``whiten`` overrides its own)
+        and a seed drawn from torch's generator (seeded by the estimator), on ``X``
+        ``(n, n_features)``: the whitener (to rows of identity covariance), the white rows
+        and FastICA's rotation of them."""
         import torch
 
+        whiten = self.whiten if whiten is None else whiten
         seed = int(torch.randint(np.iinfo(np.int32).max, ()))
+        parameters = {name: getattr(self, name) for name in _FASTICA_PARAMETERS}
         fastica = FastICA(
-            n_components if self.whiten else None,
-            **{name: getattr(self, name) for name in _FASTICA_PARAMETERS},
+            n_components if whiten else None,
+            **{**parameters, "whiten": whiten},
             max_iter=self.max_iter,
             tol=self.tol,
             random_state=seed,
         )
         with raised_at_caller():  # FastICA's warnings name the user's line
             fastica.fit(X)
-        if self.whiten:  # FastICA's whitened rows have covariance I / n: these have I
+        if whiten:  # FastICA's whitened rows have covariance I / n: these have I
             whitener = fastica.whitening_.T * math.sqrt(len(X))
             white = X @ whitener
             # FastICA's rotation of the white rows, by least squares (their Gram matrix is
