@@ -1,5 +1,6 @@
 """What PICA and NonlinearPICA share: parameters, validation, seeding, the call to the game."""
 
+import copy
 from abc import ABCMeta, abstractmethod
 from dataclasses import dataclass
 from numbers import Integral, Real
@@ -12,14 +13,18 @@ from sklearn.base import (
     _fit_context,
 )
 from sklearn.decomposition import PCA
+from sklearn.decomposition._pca import _infer_dimension
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from ._scaling import fit_scaling
+from ._chunked import ChunkedArray, Moments, check_chunked, is_chunked
+from ._scaling import fit_scaling, scaling_from_moments
 
 #: below this many held-out rows, the held-out estimate is too noisy: all rows serve both roles
 _MIN_VALIDATION_ROWS = 10
+#: held-out rows, at most, of an array read out of core (they are held in memory)
+_STREAMED_VALIDATION_ROWS = 16_384
 #: the fewest rows of a critic's minibatch
 _MIN_CRITIC_ROWS = 128
 #: data are continuous when each column takes at least this share as many distinct values as
@@ -40,8 +45,15 @@ def _n_components_constraint():
 def pca_count(X, n_components):
     """The number of components that scikit-learn's PCA keeps for ``n_components`` a share
     of variance in (0, 1) (the fewest principal directions that explain more) or ``"mle"``
-    (Minka's choice of dimension)."""
-    return int(PCA(n_components, svd_solver="full").fit(X).n_components_)
+    (Minka's choice of dimension); of a :class:`~._chunked.ChunkedArray`, by PCA's rules
+    from the eigenvalues of its covariance."""
+    if not isinstance(X, ChunkedArray):
+        return int(PCA(n_components, svd_solver="full").fit(X).n_components_)
+    spectrum = X.moments.spectrum
+    if n_components == "mle":
+        return int(_infer_dimension(spectrum, len(X)))
+    share = np.cumsum(spectrum) / max(spectrum.sum(), np.finfo(float).tiny)
+    return min(int(np.searchsorted(share, n_components, side="right")) + 1, len(spectrum))
 
 
 @dataclass(frozen=True)
@@ -71,6 +83,41 @@ class Schedule:
     stop_on_objective: bool = False
     #: stop, before the first update too, when the held-out critic finds no dependence
     stop_when_independent: bool = False
+
+
+@dataclass(frozen=True)
+class _TrainingData:
+    """What the game is played on: training rows (``TensorRows`` or ``StreamedRows``), the
+    held-out rows (a tensor), the rows the start is built from, and the scaling."""
+
+    train: object
+    val: object
+    start: object
+    mean: np.ndarray
+    scale: np.ndarray | float
+
+
+@dataclass
+class _Stream:
+    """The state ``partial_fit`` keeps between batches: what the first batch fixed (the
+    game's settings, the scaling, the held-out rows) and the game going on."""
+
+    settings: object
+    mean: np.ndarray
+    scale: np.ndarray | float
+    device: str
+    autoencoder: object = None
+    val: object = None
+    game: object = None
+    generator_state: object = None
+    moments: object = None
+
+    def scaled(self, rows):
+        """``rows`` scaled as the first batch was, a float32 tensor on the device."""
+        import torch
+
+        scaled = (rows.astype(np.float64) - self.mean) / self.scale
+        return torch.as_tensor(scaled, dtype=torch.float32, device=self.device)
 
 
 def _widths_constraint():
@@ -144,9 +191,11 @@ class BaseADMTransformer(
     _schedule = Schedule()
 
     @abstractmethod
-    def _make_autoencoder(self, n_features, n_components, X_train):
+    def _make_autoencoder(self, n_features, n_components, rows):
         """Return the module the game trains: ``n_init`` restarts side by side, built from
-        ``X_train`` (all rows where the schedule's ``start_from_all_rows``).
+        the scaled training ``rows`` (all rows where the schedule's ``start_from_all_rows``),
+        a :class:`~._streaming.TensorRows` or :class:`~._streaming.StreamedRows`: their
+        ``covariance()``, a ``sample(n_rows)`` of them.
 
         It has an ``n_init`` attribute, ``encode(x)`` returning the ``(n, n_init * n_components)``
         representations of all restarts, and ``reconstruction_error(x, z)`` returning each
@@ -155,7 +204,8 @@ class BaseADMTransformer(
 
     @abstractmethod
     def _store_fitted(self, autoencoder, init, X, mean, scale):
-        """Turn restart ``init`` of the trained autoencoder into fitted attributes."""
+        """Turn restart ``init`` of the trained autoencoder into fitted attributes; ``X`` is
+        the validated input (an array, or a :class:`~._chunked.ChunkedArray`)."""
 
     @abstractmethod
     def _transform(self, X):
@@ -174,6 +224,8 @@ class BaseADMTransformer(
         X : array-like of shape (n_samples, n_features)
             Training data. In continuous data, a row that repeats exactly is one record
             gathered twice, and the game learns from it once (see the user guide's limits).
+            A memory-mapped array or a Dask array is read out of core, a block at a time
+            (see the user guide's "Data beyond memory").
         y : Ignored
             Not used, present for API consistency by convention.
 
@@ -194,15 +246,17 @@ class BaseADMTransformer(
         X : array-like of shape (n_samples, n_features)
             Training data. In continuous data, a row that repeats exactly is one record
             gathered twice, and the game learns from it once (see the user guide's limits).
+            A memory-mapped array or a Dask array is read out of core, a block at a time
+            (see the user guide's "Data beyond memory").
         y : Ignored
             Not used, present for API consistency by convention.
 
         Returns
         -------
         X_new : ndarray of shape (n_samples, n_components)
-            The representation of ``X``.
+            The representation of ``X``: a lazy Dask array for a Dask array.
         """
-        return self._transform(self._fit(X))
+        return self._blockwise(self._transform, self._fit(X), self.n_components_)
 
     def transform(self, X):
         """Encode ``X`` into its components.
@@ -210,16 +264,21 @@ class BaseADMTransformer(
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            New data, with the features seen in ``fit``.
+            New data, with the features seen in ``fit``; a memory-mapped array is read a
+            block at a time.
 
         Returns
         -------
         X_new : ndarray of shape (n_samples, n_components)
-            The representation of ``X``, in the dtype of ``X`` (float32 or float64).
+            The representation of ``X``, in the dtype of ``X`` (float32 or float64); for a
+            Dask array, a lazy Dask array of the same row chunks.
         """
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
-        return self._transform(X)
+        if is_chunked(X):
+            X = check_chunked(self, X, reset=False)
+        else:
+            X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        return self._blockwise(self._transform, X, self.n_components_)
 
     def inverse_transform(self, X):
         """Map components back to the input space (the decoder).
@@ -227,24 +286,36 @@ class BaseADMTransformer(
         Parameters
         ----------
         X : array-like of shape (n_samples, n_components)
-            Representations, as ``transform`` returns them.
+            Representations, as ``transform`` returns them (a Dask array too).
 
         Returns
         -------
         X_original : ndarray of shape (n_samples, n_features)
-            The reconstruction.
+            The reconstruction; for a Dask array, a lazy Dask array.
         """
         check_is_fitted(self)
-        Z = check_array(X, dtype=[np.float64, np.float32], input_name="X")
-        if Z.shape[1] != self.n_components_:
-            raise ValueError(
-                f"X has {Z.shape[1]} features, but {type(self).__name__} is expecting "
-                f"{self.n_components_} components as input."
-            )
-        return self._inverse_transform(Z)
+        if is_chunked(X):
+            Z = check_chunked(self, X, reset=False, n_features=self.n_components_)
+        else:
+            Z = check_array(X, dtype=[np.float64, np.float32], input_name="X")
+            if Z.shape[1] != self.n_components_:
+                raise ValueError(
+                    f"X has {Z.shape[1]} features, but {type(self).__name__} is expecting "
+                    f"{self.n_components_} components as input."
+                )
+        return self._blockwise(self._inverse_transform, Z, self.n_features_in_)
+
+    @staticmethod
+    def _blockwise(function, X, n_outputs):
+        """``function(X)``; of a :class:`~._chunked.ChunkedArray`, block by block."""
+        if not isinstance(X, ChunkedArray):
+            return function(X)
+        dtype = function(np.zeros((1, X.shape[1]), dtype=X.dtype)).dtype
+        return X.map_rows(function, n_outputs, dtype)
 
     def _fit(self, X):
-        """Validate ``X``, play the game and store the fitted state; return the validated X.
+        """Validate ``X``, play the game and store the fitted state; return the validated X
+        (a :class:`~._chunked.ChunkedArray` where ``X`` is memory-mapped or a Dask array).
         Torch and the game are imported here, not with the package: a fitted model
         transforms without them."""
         import torch
@@ -254,44 +325,203 @@ class BaseADMTransformer(
         from ._game import AdversarialGame, GameResult
         from ._threads import FitThreads
 
-        X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=2)
-        n_samples, n_features = X.shape
+        self._stream = None  # a fit starts afresh, also after partial_fit
+        X = self._validate_for_fit(X)
         n_components = self._resolve_n_components(X)
         self.device_ = str(resolve_device(self.device))  # a str: no torch to unpickle
         rng = check_random_state(self.random_state)
         seed = int(rng.randint(np.iinfo(np.int32).max))
+        streamed = isinstance(X, ChunkedArray)
+        n_train, load = (self._streamed_split if streamed else self._split)(X, rng, seed)
+
+        settings = self._game_settings(n_train, n_components)
+        with FitThreads(self._step_size(n_components, settings)) as threads:
+            data = load()
+            with training_allocations():
+                autoencoder, critic = self._build(X.shape[1], n_components, data.start, seed)
+                if autoencoder.fixed:  # one solve, no game
+                    autoencoder.finish()
+                    result = GameResult(history=[], n_iter=1, converged=True, best_init=0)
+                else:
+                    X_train = data.train.prepared(autoencoder.prepare)
+                    X_val = autoencoder.prepare(data.val)
+                    generator = torch.Generator(device=self.device_).manual_seed(seed)
+                    game = AdversarialGame(autoencoder, critic, settings, generator)
+                    with X_train:
+                        result = game.play(
+                            X_train,
+                            X_val,
+                            desc=type(self).__name__,
+                            on_evaluation=threads.rebalance,
+                        )
+
+            self.n_iter_ = result.n_iter
+            self.history_ = result.history
+            self._store_fitted(autoencoder.cpu(), result.best_init, X, data.mean, data.scale)
+        self.n_components_ = n_components
+        return X
+
+    def _partial_fit(self, X):
+        """One pass of the game over the batch ``X``; the first batch opens the game
+        (:meth:`_open_stream`). The fitted attributes are then those of the averaged encoder
+        as it stands, on the moments of every row seen."""
+        import torch
+
+        from ._allocator import training_allocations
+        from ._device import resolve_device
+        from ._streaming import TensorRows
+        from ._threads import FitThreads
+
+        first = getattr(self, "_stream", None) is None
+        X = validate_data(
+            self, X, dtype=[np.float64, np.float32], reset=first, ensure_min_samples=2
+        )
+        if first:
+            n_components = self._resolve_n_components(X)
+            self.device_ = str(resolve_device(self.device))
+            rng = check_random_state(self.random_state)
+            seed = int(rng.randint(np.iinfo(np.int32).max))
+            train_rows, val_rows = split_rows(len(X), self.validation_fraction, rng)
+            settings = self._game_settings(len(train_rows), n_components)
+        else:
+            stream = self._stream
+            n_components, settings, train_rows = self.n_components_, stream.settings, slice(None)
+        with FitThreads(self._step_size(n_components, settings)) as threads:
+            with training_allocations():
+                if first:
+                    self._stream = stream = self._open_stream(
+                        X, train_rows, val_rows, n_components, settings, seed
+                    )
+                if stream.game is not None:
+                    game = stream.game
+                    game.generator = torch.Generator(device=self.device_)
+                    game.generator.set_state(stream.generator_state)
+                    batch = TensorRows(stream.autoencoder.prepare(stream.scaled(X[train_rows])))
+                    if not first:
+                        game.autoencoder.absorb(batch.X)
+                    for _ in range(-(-len(batch) // settings.batch_size)):
+                        if not game.step(batch, stream.val, threads.rebalance):
+                            break
+                    stream.generator_state = game.generator.get_state()
+                    autoencoder, leader = game.snapshot()
+                    self.n_iter_, self.history_ = game.n_iter, game.history.entries(leader)
+                else:  # a model solved once, on the first batch
+                    autoencoder, leader = stream.autoencoder, 0
+                    self.n_iter_, self.history_ = 1, []
+                stream.moments = Moments.of(X).merge(stream.moments)
+                self._store_fitted(
+                    copy.deepcopy(autoencoder).cpu(),
+                    leader,
+                    stream.moments,
+                    stream.mean,
+                    stream.scale,
+                )
+        self.n_components_ = n_components
+        return self
+
+    def _open_stream(self, X, train_rows, val_rows, n_components, settings, seed):
+        """The game that ``partial_fit`` plays on, opened on its first batch ``X``: the
+        scaling of its training rows, the start built from them, the held-out rows, the
+        critic warmed up."""
+        import torch
+
+        from ._game import AdversarialGame
+        from ._streaming import TensorRows
+
+        X64 = X.astype(np.float64, copy=False)
+        mean, scale = fit_scaling(X64[train_rows], self._schedule.per_feature_scaling)
+        stream = _Stream(settings, mean, scale, self.device_)
+        X_train = stream.scaled(X[train_rows])
+        start = TensorRows(stream.scaled(X) if self._schedule.start_from_all_rows else X_train)
+        autoencoder, critic = self._build(X.shape[1], n_components, start, seed)
+        stream.autoencoder = autoencoder
+        if autoencoder.fixed:
+            autoencoder.finish()
+            return stream
+        stream.val = autoencoder.prepare(stream.scaled(X[val_rows]))
+        generator = torch.Generator(device=self.device_).manual_seed(seed)
+        stream.game = AdversarialGame(autoencoder, critic, settings, generator)
+        stream.game.open(
+            TensorRows(autoencoder.prepare(X_train)), stream.val, desc=type(self).__name__
+        )
+        stream.generator_state = generator.get_state()
+        return stream
+
+    def _validate_for_fit(self, X):
+        if is_chunked(X):
+            return check_chunked(self, X, reset=True)
+        return validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=2)
+
+    def _split(self, X, rng, seed):
+        """The number of training rows of in-memory ``X``, and a function that returns the
+        :class:`_TrainingData`: distinct records, split into training and held-out rows,
+        scaled on the training rows, as float32 tensors on the device."""
+        import torch
+
+        from ._streaming import TensorRows
+
         records = distinct_records(X)
         train_rows, val_rows = split_rows(len(records), self.validation_fraction, rng)
 
-        settings = self._game_settings(len(train_rows), n_components)
-        with FitThreads(self._step_size(n_components, settings)) as threads:
+        def load():
             X64 = X.astype(np.float64, copy=False)
-            if len(records) < n_samples:
+            if len(records) < len(X):
                 X64 = X64[records]
             mean, scale = fit_scaling(X64[train_rows], self._schedule.per_feature_scaling)
             X_scaled = torch.as_tensor(
                 (X64 - mean) / scale, dtype=torch.float32, device=self.device_
             )
-            X_train, X_val = X_scaled[train_rows], X_scaled[val_rows]
+            train = TensorRows(X_scaled[train_rows])
+            start = TensorRows(X_scaled) if self._schedule.start_from_all_rows else train
+            return _TrainingData(train, X_scaled[val_rows], start, mean, scale)
 
-            with training_allocations():
-                autoencoder, critic = self._build(n_features, n_components, X_scaled, X_train, seed)
-                if autoencoder.fixed:  # one solve, no game
-                    autoencoder.finish()
-                    result = GameResult(history=[], n_iter=1, converged=True, best_init=0)
-                else:
-                    X_train, X_val = autoencoder.prepare(X_train), autoencoder.prepare(X_val)
-                    generator = torch.Generator(device=self.device_).manual_seed(seed)
-                    game = AdversarialGame(autoencoder, critic, settings, generator)
-                    result = game.play(
-                        X_train, X_val, desc=type(self).__name__, on_evaluation=threads.rebalance
-                    )
+        return len(train_rows), load
 
-            self.n_iter_ = result.n_iter
-            self.history_ = result.history
-            self._store_fitted(autoencoder.cpu(), result.best_init, X, mean, scale)
-        self.n_components_ = n_components
-        return X
+    def _streamed_split(self, source, rng, seed):
+        """:meth:`_split` for a :class:`~._chunked.ChunkedArray`: held-out rows drawn at
+        random (at most ``_STREAMED_VALIDATION_ROWS``), read once; the scaling from the
+        moments of all rows (one pass); the training rows streamed from the array. Repeated
+        rows are not looked for: that would take a pass over the data of its own."""
+        import torch
+
+        from ._streaming import StreamedRows
+
+        n_samples = len(source)
+        n_val = min(int(round(self.validation_fraction * n_samples)), _STREAMED_VALIDATION_ROWS)
+        if n_val < _MIN_VALIDATION_ROWS or n_samples - n_val < 2:
+            held_out, val_rows = np.empty(0, dtype=np.intp), np.arange(n_samples)
+        else:
+            held_out = np.sort(np.random.default_rng(seed).choice(n_samples, n_val, replace=False))
+            val_rows = held_out
+
+        def load():
+            moments = source.moments
+            mean, scale = scaling_from_moments(
+                moments.mean,
+                np.diag(moments.covariance()),
+                moments.unit,
+                self._schedule.per_feature_scaling,
+            )
+
+            def scale_rows(rows):
+                return ((rows.astype(np.float64) - mean) / scale).astype(np.float32)
+
+            # the covariance of the scaled rows: the moments' over the scale's outer product
+            ratio = moments.unit / np.broadcast_to(scale, mean.shape)
+            covariance = moments.covariance() * np.outer(ratio, ratio)
+            device = torch.device(self.device_)
+            train = StreamedRows(
+                source,
+                held_out,
+                scale_rows,
+                torch.as_tensor(covariance, device=device),
+                seed,
+                device,
+            )
+            val = torch.as_tensor(scale_rows(source.take(val_rows)), device=device)
+            return _TrainingData(train, val, train, mean, scale)
+
+        return n_samples - len(held_out), load
 
     def _resolve_n_components(self, X):
         """The number of components a fit of ``X`` learns: ``n_components``, all features
@@ -312,17 +542,16 @@ class BaseADMTransformer(
         width = self.critic_hidden if isinstance(self.critic_hidden, int) else self.critic_hidden[0]
         return n_components * self.n_init * width * settings.critic_batch_size
 
-    def _build(self, n_features, n_components, X_scaled, X_train, seed):
-        """The autoencoder and its critic (None where the autoencoder is ``fixed``), seeded,
-        on ``self.device_``."""
+    def _build(self, n_features, n_components, start_rows, seed):
+        """The autoencoder, built from ``start_rows``, and its critic (None where the
+        autoencoder is ``fixed``), seeded, on ``self.device_``."""
         import torch
 
         from ._critic import ADMCritic
 
         with torch.random.fork_rng(devices=[]):  # seed module init without touching the user's RNG
             torch.manual_seed(seed)
-            X_start = X_scaled if self._schedule.start_from_all_rows else X_train
-            autoencoder = self._make_autoencoder(n_features, n_components, X_start)
+            autoencoder = self._make_autoencoder(n_features, n_components, start_rows)
             if autoencoder.fixed:
                 return autoencoder.to(self.device_), None
             critic = ADMCritic(

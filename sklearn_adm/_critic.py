@@ -42,6 +42,9 @@ _FIRST_LAYER_GAIN = 3.0
 
 _activation = nn.functional.gelu
 
+#: rows that pass through the critic at a time when it is evaluated without gradients
+_EVALUATION_ROWS = 2048
+
 
 def dependence_mse(target, prediction):
     r"""Per-feature error of predicting standardised targets, robust to shrunken targets.
@@ -427,6 +430,11 @@ class ADMCritic(nn.Module):
 
     def targets(self, z_std):
         """Standardised probe outputs ``psi_j(z_j)`` for standardised ``z``, shape ``(n, d)``."""
+        return _standardize(self._probe_outputs(z_std)) if self.probes else z_std
+
+    def _probe_outputs(self, z_std):
+        """The probes' outputs ``psi_j(z_j)`` before their standardisation (``z_std`` itself
+        without probes)."""
         if not self.probes:
             return z_std
         out = None
@@ -434,7 +442,7 @@ class ADMCritic(nn.Module):
             shape = (z_std.shape[1], self.probe_in.shape[1], len(z_std))
             out = self.workspace.get("probe layer", z_std, shape)
         hidden = _ScalarInputLayer.apply(z_std, self.probe_in, self.probe_in_bias, out)
-        return _standardize(self.probe(hidden, self.backward_once))
+        return self.probe(hidden, self.backward_once)
 
     def predictions(self, z_std):
         """Predictions ``phi_j(z_{-j})`` for standardised ``z``, shape ``(n, d)``."""
@@ -498,7 +506,20 @@ class ADMCritic(nn.Module):
         return dependence_mse(*self.target_and_prediction(z))
 
     def target_and_prediction(self, z):
-        """Standardise ``z`` and return the probe targets and the predictions, each ``(n, d)``."""
+        """Standardise ``z`` and return the probe targets and the predictions, each ``(n, d)``.
+
+        Without gradients (an evaluation), the rows pass ``_EVALUATION_ROWS`` at a time, so
+        that the hidden layers of every predictor never hold all rows at once (at 256 features
+        and 16,384 rows one layer is half a GB); the statistics that standardise ``z`` and the
+        targets are still those of all rows."""
         self._check_input(z)
         z_std = _standardize(z)
-        return self.targets(z_std), self.predictions(z_std)
+        if torch.is_grad_enabled() or len(z_std) <= _EVALUATION_ROWS:
+            return self.targets(z_std), self.predictions(z_std)
+        parts = [
+            (self._probe_outputs(rows), self.predictions(rows))
+            for rows in z_std.split(_EVALUATION_ROWS)
+        ]
+        targets = torch.cat([outputs for outputs, _ in parts])
+        targets = _standardize(targets) if self.probes else targets
+        return targets, torch.cat([prediction for _, prediction in parts])

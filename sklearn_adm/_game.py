@@ -77,6 +77,10 @@ class Autoencoders(nn.Module):
         representation ``z``: ``z`` itself, unless ``finish`` solves part of it again."""
         return z
 
+    def absorb(self, x):
+        """Learn what a stream's new batch ``x`` (prepared) teaches beyond the game's updates
+        (``partial_fit`` calls it with every batch after the first)."""
+
     def keep_starts(self, starts):
         """Keep only the starts listed, in place and in that order (``n_init`` becomes their
         number)."""
@@ -242,7 +246,9 @@ class AdversarialGame:
     Parameters
     ----------
     autoencoder : Autoencoders
-        ``n_init`` starts side by side; ``X_train`` and ``X_val`` are already ``prepare``-d.
+        ``n_init`` starts side by side. The game's training rows (``X_train``: a
+        :class:`~._streaming.TensorRows` or :class:`~._streaming.StreamedRows`) and held-out
+        rows (``X_val``, a tensor) are already ``prepare``-d.
     critic : ADMCritic
         Its ``n_features`` equals the width of ``z`` and its ``n_groups`` equals ``n_init``.
     settings : GameSettings
@@ -258,7 +264,7 @@ class AdversarialGame:
         device = next(critic.parameters()).device
         self.encoder_optimizer = autoencoder.make_optimizer(settings.learning_rate, device)
         self.average = AveragedModel(
-            autoencoder, multi_avg_fn=get_ema_multi_avg_fn(settings.ema_decay), use_buffers=True
+            autoencoder, multi_avg_fn=_MovingAverage(settings.ema_decay), use_buffers=True
         )
         self.alpha = torch.ones(critic.n_features, device=device)
         self.critic_update = self._critic_updates(device)
@@ -267,16 +273,6 @@ class AdversarialGame:
         """The critic's steps, with a fresh Adam (a new critic's parameters need one)."""
         optimizer = CriticAdam(self.critic, self.settings.critic_learning_rate, device)
         return CriticUpdates(self.critic, optimizer, device)
-
-    def _batch(self, X, size, count=1):
-        """``count`` minibatches of ``size`` rows of ``X``, stacked: ``(count * size, ...)``;
-        all of ``X`` (once) when ``size`` covers it."""
-        if size >= X.shape[0]:
-            return X
-        index = torch.randint(
-            X.shape[0], (count * size,), generator=self.generator, device=X.device
-        )
-        return torch.index_select(X, 0, index)  # a quarter of the time of X[index] here
 
     def _objective(self, autoencoder, x, alpha=None):
         """Encoder loss of each start on ``x``, shape ``(n_init,)``, its three terms, the
@@ -311,7 +307,7 @@ class AdversarialGame:
                 )
 
     def _encoder_step(self, X_train):
-        batch = self._batch(X_train, self.settings.batch_size)
+        batch = X_train.draw(self.settings.batch_size, 1, self.generator)
         loss, terms, _, _ = self._objective(self.autoencoder, batch, self.alpha)
         params = [p for p in self.autoencoder.parameters() if p.requires_grad]
         # Restarts share no parameters: the gradient of the sum trains each on its own loss.
@@ -373,7 +369,7 @@ class AdversarialGame:
         for done in range(0, steps, chunk):
             count = min(chunk, steps - done)
             with torch.no_grad():
-                z = self.autoencoder.encode(self._batch(X_train, size, count))
+                z = self.autoencoder.encode(X_train.draw(size, count, self.generator))
             batches = z.chunk(count) if len(z) == count * size else [z] * count
             for batch in batches:
                 self.critic_update(batch)
@@ -382,78 +378,104 @@ class AdversarialGame:
         """Run the game; leave ``autoencoder`` holding the averaged encoder's weights.
         ``on_evaluation()``, when given, is called after every held-out evaluation.
 
-        Every ``eval_every`` updates the averaged encoder is evaluated on the held-out rows
-        (:meth:`_evaluation`), which ranks the starts; the stopping rule
-        (:meth:`_stopping_rule`) reads the leader's evaluation, and with
-        ``stop_when_independent`` so does the test of :func:`~._stopping.within_noise`, also
-        before the first update. Returns a :class:`GameResult` whose ``best_init`` names the
-        leading start and whose history describes it.
+        The critic warms up (:meth:`open`), then updates follow (:meth:`step`) until the
+        stopping rule says the game has converged or ``max_iter`` is reached; with
+        ``stop_when_independent`` the held-out critic's test may stop it before the first
+        update. Returns a :class:`GameResult` whose ``best_init`` names the leading start and
+        whose history describes it.
         """
         s = self.settings
-        history, stopping = History(), self._stopping_rule()
-        self._train_critic(X_train, s.warmup_steps)
-        if s.stop_when_independent:
-            objective, val_terms, _, criterion = self._evaluate(X_val)
-            leader = int(criterion.argmin())
-            if self._within_noise(val_terms[1][leader], X_val):
-                history.evaluation(0, objective, val_terms, independent=True)
-                if s.verbose:
-                    tqdm.write(f"{desc}: the held-out critic finds no dependence left; no update.")
-                self.autoencoder.finish()
-                return GameResult(history.entries(leader), 0, True, leader)
-        converged, n_iter, leader, criteria = False, 0, 0, []
-        last_good = copy.deepcopy(self.average.module.state_dict())
+        self.open(X_train, X_val, desc)
         progress = tqdm(total=s.max_iter, desc=desc, disable=s.verbose < 1, leave=False)
         try:
-            for n_iter in range(1, s.max_iter + 1):
-                values = self._update(X_train, n_iter)
-                if not torch.isfinite(values).all():
-                    self.average.module.load_state_dict(last_good)
-                    _warn_diverged(n_iter, desc)
+            while not self.converged and self.n_iter < s.max_iter:
+                if not self.step(X_train, X_val, on_evaluation):
                     break
-                history.update(n_iter, values)
                 progress.update()
-                if n_iter % s.eval_every and n_iter != s.max_iter:
-                    continue
-                objective, val_terms, codes, leader, criteria = self._evaluation(
-                    X_val, n_iter, history, stopping, criteria
-                )
-                converged, reading = stopping.update(
-                    n_iter, objective, codes, leader, self.autoencoder.n_init
-                )
-                readings = {stopping.key: reading}
-                if s.stop_when_independent:
-                    readings["independent"] = self._within_noise(val_terms[1][leader], X_val)
-                    converged = converged or readings["independent"]
-                history.evaluation(n_iter, objective, val_terms, **readings)
-                last_good = copy.deepcopy(self.average.module.state_dict())
-                if on_evaluation is not None:
-                    on_evaluation()
-                progress.set_postfix(
-                    reconstruction=f"{val_terms[0][leader].item():.4f}",
-                    critic_mse=f"{val_terms[1][leader].item():.3f}",
-                )
-                if converged:
-                    break
+                if self.val_terms is not None and self.n_iter % s.eval_every == 0:
+                    progress.set_postfix(
+                        reconstruction=f"{self.val_terms[0][self.leader].item():.4f}",
+                        critic_mse=f"{self.val_terms[1][self.leader].item():.3f}",
+                    )
         except KeyboardInterrupt:
-            self.average.module.load_state_dict(last_good)
+            self.average.module.load_state_dict(self.last_good)
             warn(
-                f"{desc}: training interrupted at iteration {n_iter}; keeping the model of the "
-                "last evaluation.",
+                f"{desc}: training interrupted at iteration {self.n_iter}; keeping the model of "
+                "the last evaluation.",
                 UserWarning,
             )
-            converged = True  # the user chose to stop; no convergence warning on top
+            self.converged = True  # the user chose to stop; no convergence warning on top
         finally:
             progress.close()
         self.autoencoder.load_state_dict(self.average.module.state_dict())
         self.autoencoder.finish()
-        if not converged and n_iter == s.max_iter:
+        if not self.converged and self.n_iter == s.max_iter:
             warn(
                 f"{desc}: max_iter={s.max_iter} reached before the representation stopped "
                 "changing; consider increasing max_iter.",
                 ConvergenceWarning,
             )
-        return GameResult(history.entries(leader), n_iter, converged, leader)
+        return GameResult(
+            self.history.entries(self.leader), self.n_iter, self.converged, self.leader
+        )
+
+    def open(self, X_train, X_val, desc="ADM"):
+        """Warm the critic up on the starts as they are; with ``stop_when_independent``,
+        end the game before its first update where the held-out critic finds no dependence."""
+        s = self.settings
+        self.history, self.stopping = History(), self._stopping_rule()
+        self.n_iter, self.leader, self.criteria, self.val_terms = 0, 0, [], None
+        self.converged, self.desc = False, desc
+        self._train_critic(X_train, s.warmup_steps)
+        if s.stop_when_independent:
+            objective, val_terms, _, criterion = self._evaluate(X_val)
+            self.leader = int(criterion.argmin())
+            if self._within_noise(val_terms[1][self.leader], X_val):
+                self.history.evaluation(0, objective, val_terms, independent=True)
+                if s.verbose:
+                    tqdm.write(f"{desc}: the held-out critic finds no dependence left; no update.")
+                self.converged = True
+        self.last_good = copy.deepcopy(self.average.module.state_dict())
+
+    def step(self, X_train, X_val, on_evaluation=None):
+        """One update (Algorithm 1's), and every ``eval_every`` updates the held-out
+        evaluation (:meth:`_evaluation`), which ranks the starts and feeds the stopping rule
+        (:meth:`_stopping_rule`; with ``stop_when_independent`` also the test of
+        :func:`~._stopping.within_noise`). Returns False, with the averaged encoder of the
+        last evaluation restored and a warning, where the update diverged."""
+        s = self.settings
+        self.n_iter += 1
+        values = self._update(X_train, self.n_iter)
+        if not torch.isfinite(values).all():
+            self.average.module.load_state_dict(self.last_good)
+            _warn_diverged(self.n_iter, self.desc)
+            return False
+        self.history.update(self.n_iter, values)
+        if self.n_iter % s.eval_every and self.n_iter != s.max_iter:
+            return True
+        objective, self.val_terms, codes, self.leader, self.criteria = self._evaluation(
+            X_val, self.n_iter, self.history, self.stopping, self.criteria
+        )
+        self.converged, reading = self.stopping.update(
+            self.n_iter, objective, codes, self.leader, self.autoencoder.n_init
+        )
+        readings = {self.stopping.key: reading}
+        if s.stop_when_independent:
+            readings["independent"] = self._within_noise(self.val_terms[1][self.leader], X_val)
+            self.converged = self.converged or readings["independent"]
+        self.history.evaluation(self.n_iter, objective, self.val_terms, **readings)
+        self.last_good = copy.deepcopy(self.average.module.state_dict())
+        if on_evaluation is not None:
+            on_evaluation()
+        return True
+
+    def snapshot(self):
+        """The averaged encoder as it stands, finished, and the leading start: a model to
+        use while the game goes on (:meth:`step` after :meth:`open`, as ``partial_fit``
+        plays it)."""
+        average = copy.deepcopy(self.average.module)
+        average.finish()
+        return average, self.leader
 
     def _update(self, X_train, n_iter):
         """One step of Algorithm 1: ``critic_steps`` critic updates, then one encoder update;
@@ -488,6 +510,17 @@ class AdversarialGame:
 
     def _within_noise(self, critic_mse, X_val):
         return within_noise(critic_mse, len(X_val), self.critic.n_features // self.critic.n_groups)
+
+
+class _MovingAverage:
+    """torch's exponential moving average of parameters, as a picklable callable (a game
+    that ``partial_fit`` goes on with is pickled with its estimator)."""
+
+    def __init__(self, decay):
+        self.decay = decay
+
+    def __call__(self, averages, parameters, n_averaged):
+        get_ema_multi_avg_fn(self.decay)(averages, parameters, n_averaged)
 
 
 def _cut_state(state_dict, index):

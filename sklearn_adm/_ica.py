@@ -2,6 +2,7 @@
 (paper, Sec. 4)."""
 
 import math
+from dataclasses import replace
 from numbers import Integral, Real
 
 import numpy as np
@@ -9,6 +10,7 @@ from sklearn.decomposition import FastICA
 from sklearn.utils._param_validation import Interval
 
 from ._base import Schedule, _n_components_constraint, _widths_constraint, pca_count
+from ._chunked import code_moments
 from ._linear import LinearADMTransformer, flip_signs
 from ._warnings import raised_at_caller, warn
 
@@ -16,6 +18,8 @@ from ._warnings import raised_at_caller, warn
 _FASTICA_PARAMETERS = ("algorithm", "whiten", "fun", "fun_args", "w_init", "whiten_solver")
 #: FastICA's runs from random starts added where its first solution has a Gaussian column
 _EXTRA_STARTS = 3
+#: rows, at most, of an array read out of core that FastICA's start is fitted on
+_START_ROWS = 100_000
 #: weight of a rotation's squared distance from its start, against the critic's (1 - MSE)
 _ANCHOR_WEIGHT = 2.0
 
@@ -259,9 +263,9 @@ class ICA(LinearADMTransformer):
             return largest
         return self.n_components
 
-    def _make_autoencoder(self, n_features, n_components, X_start):
-        """FastICA's fit of the scaled rows ``X_start`` (all of them), its rotation refined,
-        as the start of every copy.
+    def _make_autoencoder(self, n_features, n_components, rows):
+        """FastICA's fit of the scaled ``rows`` (all of them; of an array read out of core,
+        ``_START_ROWS`` at random), its rotation refined, as the start of every copy.
 
         Where a column of FastICA's solution looks Gaussian and ``w_init`` is None, the fixed
         point may have stopped at a saddle of the contrast (nearly Gaussian sources): it
@@ -273,6 +277,7 @@ class ICA(LinearADMTransformer):
         from ._ica_start import _RotationEncoders, refined_start
         from ._score_matching import fisher_information, gaussian_looking
 
+        X_start = rows.in_memory(_START_ROWS)
         X = X_start.double().cpu().numpy()
         whitener, white, rotation = self._fastica(X, n_components)
         if self.w_init is None and gaussian_looking(white @ rotation).any():
@@ -330,17 +335,24 @@ class ICA(LinearADMTransformer):
     def _store_fitted(self, autoencoder, init, X, mean, scale):
         unmixing = autoencoder.unmixing(init)  # (n_features, d), on the scaled inputs
         if self.whiten:
-            X64 = X.astype(np.float64, copy=False)
-            self.mean_ = X64.mean(axis=0)
-            scale = np.reshape(scale, (-1, 1))  # one scale, or one per feature
-            unmixing = unmixing / scale
-            self.whitening_ = (autoencoder.whitener.double().numpy() / scale).T.astype(X.dtype)
+            data = code_moments(X, unmixing, scale)  # codes of the centred data, all rows
+            self.mean_ = (data.mean * data.unit).astype(X.dtype)
+            # white on every row: where the whitener was estimated on fewer rows (the first
+            # batch of a stream), the symmetric correction that moves the basis least
+            eigenvalues, vectors = np.linalg.eigh(data.gram)
+            floor = np.finfo(np.float64).eps * max(eigenvalues.max(), np.finfo(float).tiny)
+            inverse_root = np.where(eigenvalues > floor, eigenvalues, 1.0) ** -0.5
+            correction = (vectors * inverse_root) @ vectors.T
+            unmixing = data.unmixing @ correction / data.unit  # on the centred data, its units
+            data = replace(data, gram=correction @ data.gram @ correction)
+            self.whitening_ = (
+                autoencoder.whitener.double().numpy() / np.reshape(scale, (-1, 1))
+            ).T.astype(X.dtype)
             if self.whiten == "unit-variance":
-                spread = ((X64 - self.mean_) @ unmixing).std(axis=0)
+                spread = np.sqrt(np.diag(data.gram))
                 unmixing = unmixing / np.where(spread > 0, spread, 1.0)
             else:  # FastICA's arbitrary variance: 1 / n_samples per component
-                unmixing = unmixing / math.sqrt(len(X))
-            self.mean_ = self.mean_.astype(X.dtype)
+                unmixing = unmixing / math.sqrt(data.n)
         components, mixing = flip_signs(unmixing.T, np.linalg.pinv(unmixing.T))
         self.components_ = components.astype(X.dtype)
         self.mixing_ = mixing.astype(X.dtype)

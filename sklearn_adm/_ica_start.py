@@ -65,6 +65,9 @@ class _RotationEncoders(Autoencoders):
         self.register_buffer("base", start.expand(n_init, -1, -1).clone())
         self.register_buffer("start", self.base.clone())
         self.skew = nn.Parameter(torch.zeros_like(self.base))
+        # the starts refined on each batch of a stream, summed, and their number
+        self.register_buffer("start_sum", start.double().clone())
+        self.n_starts = 1
 
     def prepare(self, x):
         return x @ self.whitener
@@ -91,6 +94,18 @@ class _RotationEncoders(Autoencoders):
         """Fold the averaged encoder's generator in; an average of nearby rotations is
         nearly orthonormal, and ``retract`` makes it so."""
         self.after_update()
+
+    def absorb(self, x):
+        """The start refined again on a stream's new batch (from the current start, as
+        :func:`refined_start` refines FastICA's); the anchor becomes the mean of the
+        rotations so refined, projected on the rotations: each batch's estimate is noisy,
+        their mean less so."""
+        with torch.no_grad():
+            refined = refined_start(x.double(), self.start[0].double())
+            self.start_sum += refined
+            self.n_starts += 1
+            mean = polar(self.start_sum / self.n_starts).to(self.start.dtype)
+            self.start.copy_(mean.expand_as(self.start))
 
     def unmixing(self, start):
         """The trained un-mixing of one start on the scaled inputs, ``(n_features, d)``."""

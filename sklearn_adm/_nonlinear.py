@@ -339,7 +339,7 @@ class NonlinearPICA(BaseADMTransformer):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _make_autoencoder(self, n_features, n_components, X_train):
+    def _make_autoencoder(self, n_features, n_components, rows):
         hidden = tuple(int(width) for width in self.hidden_layer_sizes)
         if any(width < 1 for width in hidden):
             raise ValueError(f"hidden_layer_sizes must be positive, got {self.hidden_layer_sizes}.")

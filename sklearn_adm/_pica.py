@@ -7,8 +7,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import Schedule, _n_components_constraint
+from ._chunked import code_moments
 from ._linear import LinearADMTransformer, flip_signs
-from ._scaling import magnitude
 
 #: the encoder's initial step, in radians, with ``learning_rate="auto"``, a dependence weight
 #: of at most 1 and at most ``_AUTO_COMPONENTS`` components
@@ -254,11 +254,11 @@ class PICA(LinearADMTransformer):
         growth = min(max(1.0, n_train / _DECAY_ROWS), _MAX_DECAY_GROWTH)
         return self._schedule.learning_rate_decay * growth
 
-    def _make_autoencoder(self, n_features, n_components, X_train):
+    def _make_autoencoder(self, n_features, n_components, rows):
         from ._pica_encoders import _SubspaceAutoencoders  # torch: only where a fit runs
 
         return _SubspaceAutoencoders(
-            X_train, n_components, self.n_init, rotate=self.dependence_weight > 0
+            rows, n_components, self.n_init, rotate=self.dependence_weight > 0
         )
 
     def _store_fitted(self, autoencoder, init, X, mean, scale):
@@ -267,36 +267,34 @@ class PICA(LinearADMTransformer):
         from ._scaling import principal_axes
 
         # in units of the data's magnitude, where no variance over- or underflows; the
-        # components are the same in any units
-        unit = magnitude(X)
-        X_unit = X.astype(np.float64, copy=False) / unit
-        unmixing = autoencoder.unmixing(init) * (unit / scale)
-        mean = X_unit.mean(axis=0)
-        centred = X_unit - mean
-        # White on all the rows, not only on the game's training rows: the components are then
-        # uncorrelated here and their variances add up to the variance reconstructed. The
-        # correction is symmetric, so the subspace stays and its basis moves least.
-        codes = centred @ unmixing
-        eigenvalues, vectors, floor = principal_axes(torch.from_numpy(codes))
-        # directions of rounding (all of them in constant data) are left as they are
+        # components are the same in any units. From the moments of all rows, not only the
+        # game's training rows: the components are then uncorrelated here and their
+        # variances add up to the variance reconstructed.
+        data = code_moments(X, autoencoder.unmixing(init), scale)
+        eigenvalues, vectors, floor = principal_axes(torch.from_numpy(data.gram))
+        # directions of rounding (all of them in constant data) are left as they are; the
+        # correction is symmetric, so the subspace stays and its basis moves least
         inverse_root = torch.where(eigenvalues > floor, eigenvalues, 1.0).rsqrt()
         correction = ((vectors * inverse_root) @ vectors.T).numpy()
-        unmixing, codes = unmixing @ correction, codes @ correction
-        # The best linear decoder of the codes; its column norms put each code in the units
-        # of the variance it explains.
-        decoder = np.linalg.lstsq(codes, centred, rcond=None)[0].T  # (n_features, d)
+        unmixing = data.unmixing @ correction
+        gram, cross = correction @ data.gram @ correction, data.cross @ correction
+        # The best linear decoder of the codes (the regression of the data on them, from
+        # their moments); its column norms put each code in the units of the variance it
+        # explains.
+        decoder = np.linalg.lstsq(gram, cross.T, rcond=None)[0].T  # (n_features, d)
         norms = np.linalg.norm(decoder, axis=0)
         safe = np.where(norms > 0, norms, 1.0)
         components, mixing = (unmixing * norms).T, decoder / safe
-        variance = (codes * norms).var(axis=0, ddof=1)
+        ddof = data.n / max(data.n - 1, 1)  # ddof=1, as PCA's variances
+        variance = norms**2 * np.diag(gram) * ddof
         order = np.argsort(-variance, kind="stable")
         components, mixing, variance = components[order], mixing[:, order], variance[order]
         components, mixing = flip_signs(components, mixing)
-        total_variance = X_unit.var(axis=0, ddof=1).sum()
-        dtype = X.dtype
+        total_variance = data.total * ddof
+        unit, dtype = data.unit, X.dtype
         self.components_ = components.astype(dtype)
         self.mixing_ = mixing.astype(dtype)
-        self.mean_ = (mean * unit).astype(dtype)
+        self.mean_ = (data.mean * unit).astype(dtype)
         self.explained_variance_ = (variance * unit * unit).astype(dtype)  # inf past 1e154
         self.explained_variance_ratio_ = (
             variance / total_variance if total_variance > 0 else variance * 0

@@ -74,9 +74,9 @@ class _SubspaceAutoencoders(Autoencoders):
     lagging critic is fooled by rotations; what it does well is choose which directions to keep.
     """
 
-    def __init__(self, X_train, n_components, n_init, *, rotate):
+    def __init__(self, rows, n_components, n_init, *, rotate):
         super().__init__()
-        eigenvalues, vectors, floor = principal_axes(X_train)
+        eigenvalues, vectors, floor = principal_axes(rows.covariance())
         total = eigenvalues.sum().clamp_min(torch.finfo(eigenvalues.dtype).tiny)
         keep = max(int((eigenvalues > _RANK_TOLERANCE * eigenvalues[0]).sum()), n_components)
         # With as many components as directions of variance there is no subspace to choose:
@@ -85,16 +85,15 @@ class _SubspaceAutoencoders(Autoencoders):
         self.fixed = keep == n_components
         self.n_init = n_init = 1 if self.fixed else n_init
         eigenvalues, vectors = eigenvalues[:keep], vectors[:, :keep]
-        dtype = X_train.dtype
+        dtype, device = rows.dtype, rows.device
         self.register_buffer("whitener", (vectors * eigenvalues.clamp_min(floor).rsqrt()).to(dtype))
         self.register_buffer("variance_share", (eigenvalues / total).to(dtype))
         self.pca_share = max(float(self.variance_share[:n_components].sum()), 1e-30)
         starts = self._starts(keep, n_components, n_init, dtype)
-        self.frame = nn.Parameter(starts.to(X_train.device))
-        rows = torch.randperm(len(X_train), device=X_train.device)[:_ROTATION_ROWS]
-        self.rotation_rows = self.prepare(X_train[rows])
+        self.frame = nn.Parameter(starts.to(device))
+        self.rotation_rows = self.prepare(rows.sample(_ROTATION_ROWS))
         self.rotate = rotate and bool(eigenvalues[0] > floor)  # nothing to rotate in constant data
-        rotation = torch.eye(n_components, dtype=dtype, device=X_train.device)
+        rotation = torch.eye(n_components, dtype=dtype, device=device)
         rotation = rotation.repeat(n_init, 1, 1)
         if self.rotate and not self.fixed:  # a random rotation per start, then ascent steps in it
             rotation = negentropy_rotation(
@@ -105,9 +104,9 @@ class _SubspaceAutoencoders(Autoencoders):
             )
         self.register_buffer("rotation", rotation)
         self.restarts = polar(torch.randn(_FINAL_RESTARTS, n_components, n_components, dtype=dtype))
-        self.restarts = self.restarts.to(X_train.device)
+        self.restarts = self.restarts.to(device)
         # the angle each start's rotation last turned by along the contrast's gradient
-        self.register_buffer("rotation_angle", first_angles(n_init, dtype, X_train.device))
+        self.register_buffer("rotation_angle", first_angles(n_init, dtype, device))
         # whether ``after_update`` left frame and rotation orthonormal (an average is not)
         self.orthonormal = False
         # the frame's preconditioner, computed once per update by ``after_update``

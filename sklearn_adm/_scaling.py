@@ -35,8 +35,12 @@ def fit_scaling(X, per_feature):
     """
     unit = magnitude(X)
     X = X / unit
-    mean = X.mean(axis=0)
-    variance = X.var(axis=0)
+    return scaling_from_moments(X.mean(axis=0), X.var(axis=0), unit, per_feature)
+
+
+def scaling_from_moments(mean, variance, unit, per_feature):
+    """:func:`fit_scaling` from the rows' mean and variance (ddof=0) in units of their
+    magnitude ``unit``, as a pass over a file too large for memory gives them."""
     if not per_feature:
         scale = np.sqrt(variance.mean())
         return mean * unit, (scale if scale > 0 else 1.0) * unit
@@ -45,16 +49,15 @@ def fit_scaling(X, per_feature):
     return mean * unit, np.where(scale > 0, scale, 1.0) * unit
 
 
-def principal_axes(X):
-    """The principal axes of scaled, centred rows ``X`` (a tensor), in float64: variances in
-    decreasing order (negative rounding clipped to 0), their directions as columns, and the
-    floor below which a variance is rounding. The data are in units of unit mean variance
-    (:func:`fit_scaling`), so a fixed floor keeps a whitener finite in float32, also for
-    constant data."""
+def principal_axes(covariance):
+    """The principal axes of scaled rows of covariance ``covariance`` (a tensor), in float64:
+    variances in decreasing order (negative rounding clipped to 0), their directions as
+    columns, and the floor below which a variance is rounding. The data are in units of unit
+    mean variance (:func:`fit_scaling`), so a fixed floor keeps a whitener finite in float32,
+    also for constant data."""
     import torch  # a fit's dependency; the rest of this module is numpy's
 
-    X = X.double()
-    eigenvalues, vectors = torch.linalg.eigh(X.T @ X / len(X))
+    eigenvalues, vectors = torch.linalg.eigh(covariance.double())
     eigenvalues, vectors = eigenvalues.flip(0).clamp_min(0), vectors.flip(1)
-    floor = max(float(torch.finfo(X.dtype).eps * eigenvalues[0]), 1e-12)
+    floor = max(float(torch.finfo(torch.float64).eps * eigenvalues[0]), 1e-12)
     return eigenvalues, vectors, floor

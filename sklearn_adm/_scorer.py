@@ -10,9 +10,10 @@ from sklearn.base import BaseEstimator
 from sklearn.pipeline import Pipeline
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_array
+from sklearn.utils.validation import _num_samples, check_array
 
 from ._base import split_rows
+from ._chunked import check_chunk_sizes, is_chunked, read_rows
 from ._critic import ADMCritic, _standardize
 from ._device import resolve_device
 from ._game import calibrate, calibrated_fit, train_critic
@@ -126,7 +127,8 @@ class DependenceScorer(BaseEstimator):
           (``np.unique(Z, axis=0)``) when they are copies of one item.
     max_samples : int or None, default=5000
         Rows used at most, drawn without replacement; None uses all rows. Distance
-        correlation costs ``O(n^2 d)`` time (memory ``O(n d)``).
+        correlation costs ``O(n^2 d)`` time (memory ``O(n d)``). Of a memory-mapped or
+        Dask array only these rows are read.
     random_state : int, RandomState instance or None, default=None
         Seeds the row subsample, and for ``"adm"`` the split and the critic.
     critic_params : dict or None, default=None
@@ -185,9 +187,9 @@ class DependenceScorer(BaseEstimator):
         self.critic_params = critic_params
         self.device = device
 
-    def _prepare(self, Z):
+    def _prepare(self, Z, rng=None):
         """Validate parameters and ``Z``; return float64 rows (subsampled), a RandomState and
-        the device."""
+        the device. Given ``rng``, ``Z`` holds the rows drawn with it already."""
         self._validate_params()
         unknown = set(self.critic_params or {}) - set(_CRITIC_DEFAULTS)
         if unknown:
@@ -196,11 +198,28 @@ class DependenceScorer(BaseEstimator):
                 f"{sorted(_CRITIC_DEFAULTS)}."
             )
         device = resolve_device(self.device)
+        if rng is None:
+            rng = check_random_state(self.random_state)
+            check_chunk_sizes(Z)
+            Z = self._sampled(Z, self._draw_rows(_num_samples(Z), rng))
         Z = check_array(Z, dtype=np.float64, ensure_min_samples=2, ensure_min_features=2)
-        rng = check_random_state(self.random_state)
-        if self.max_samples is not None and len(Z) > self.max_samples:
-            Z = Z[np.sort(rng.choice(len(Z), self.max_samples, replace=False))]
         return _rescale(Z), rng, device
+
+    def _draw_rows(self, n_samples, rng):
+        """Sorted indices of the ``max_samples`` rows to score, or None for all."""
+        if self.max_samples is not None and n_samples > self.max_samples:
+            return np.sort(rng.choice(n_samples, self.max_samples, replace=False))
+        return None
+
+    @staticmethod
+    def _sampled(Z, rows, **check_params):
+        """The rows ``rows`` of ``Z`` (all where None); of a memory-mapped or Dask array,
+        only they are read."""
+        if is_chunked(Z):
+            return read_rows(Z, rows)
+        if rows is None:
+            return Z
+        return check_array(Z, dtype=None, **check_params)[rows]
 
     def per_feature(self, Z):
         """Dependence of each column on all the other columns together.
@@ -397,14 +416,20 @@ class DependenceScorer(BaseEstimator):
         return observed, _p_values(observed, permuted), permuted.mean(axis=0)
 
     def _test_samples(self, X, Y, n_permutations):
+        check_chunk_sizes(X)
+        check_chunk_sizes(Y)
+        if _num_samples(X) != _num_samples(Y):
+            raise ValueError(
+                "X and Y must have the same number of rows, got "
+                f"{_num_samples(X)} and {_num_samples(Y)}."
+            )
+        rng = check_random_state(self.random_state)
+        rows = self._draw_rows(_num_samples(X), rng)
+        X, Y = (self._sampled(A, rows, ensure_2d=False) for A in (X, Y))
         X = check_array(X, dtype=np.float64, ensure_min_samples=2, ensure_2d=False)
         Y = check_array(Y, dtype=np.float64, ensure_min_samples=2, ensure_2d=False)
         X, Y = (A.reshape(len(A), -1) for A in (X, Y))
-        if len(X) != len(Y):
-            raise ValueError(
-                f"X and Y must have the same number of rows, got {len(X)} and {len(Y)}."
-            )
-        XY, rng, device = self._prepare(np.hstack([X, Y]))  # every statistic is invariant
+        XY, rng, device = self._prepare(np.hstack([X, Y]), rng)  # every statistic is invariant
         X, Y = XY[:, : X.shape[1]], XY[:, X.shape[1] :]  # to the scale of X and of Y
         if self.metric in ("dcor", "dcor_sq"):
             import dcor  # the reference implementation; seconds to import (numba), so only here

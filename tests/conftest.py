@@ -25,6 +25,15 @@ def held_out_mse(critic, z):
         return critic(torch.as_tensor(z, dtype=torch.float32)).numpy()
 
 
+def amari_error(unmixing, mixing):
+    """Amari's distance of ``unmixing @ mixing`` from a scaled permutation, x 100."""
+    P = np.abs(unmixing @ mixing)
+    m = len(P)
+    rows = (P.sum(axis=1) / P.max(axis=1) - 1).sum()
+    cols = (P.sum(axis=0) / P.max(axis=0) - 1).sum()
+    return 100 * (rows + cols) / (2 * m * (m - 1))
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)

@@ -2,17 +2,10 @@
 
 import numpy as np
 import pytest
+from conftest import amari_error
 from sklearn.decomposition import FastICA
 
 from sklearn_adm import ICA
-
-
-def amari_error(unmixing, mixing):
-    P = np.abs(unmixing @ mixing)
-    m = len(P)
-    rows = (P.sum(axis=1) / P.max(axis=1) - 1).sum()
-    cols = (P.sum(axis=0) / P.max(axis=0) - 1).sum()
-    return 100 * (rows + cols) / (2 * m * (m - 1))
 
 
 def bimodal_skewed(n, rng):

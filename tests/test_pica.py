@@ -348,10 +348,11 @@ def test_codes_project_the_weights_only_when_no_update_left_them_orthonormal(mon
 
     from sklearn_adm import _pica_encoders
     from sklearn_adm._rotation import polar, retract
+    from sklearn_adm._streaming import TensorRows
 
     torch.manual_seed(0)
     X = torch.as_tensor(make_embedding_like(500, 12, random_state=0)[0])
-    autoencoder = _pica_encoders._SubspaceAutoencoders(X, 3, 2, rotate=True)
+    autoencoder = _pica_encoders._SubspaceAutoencoders(TensorRows(X), 3, 2, rotate=True)
     x = autoencoder.prepare(X)
 
     def projected_codes():
@@ -396,10 +397,11 @@ def test_frame_gradient_moves_the_subspace_only_and_is_preconditioned():
     import torch
 
     from sklearn_adm import _pica_encoders
+    from sklearn_adm._streaming import TensorRows
 
     torch.manual_seed(0)
     X = torch.as_tensor(make_embedding_like(500, 12, random_state=0)[0])
-    autoencoder = _pica_encoders._SubspaceAutoencoders(X, 3, 2, rotate=True)
+    autoencoder = _pica_encoders._SubspaceAutoencoders(TensorRows(X), 3, 2, rotate=True)
     x = autoencoder.prepare(X)
     with torch.no_grad():
         autoencoder.frame.add_(0.05 * torch.randn_like(autoencoder.frame))

@@ -1,0 +1,339 @@
+"""Data larger than memory: memory-mapped NumPy arrays and Dask arrays, read in blocks of rows.
+
+An estimator given such an array never holds it whole. Its moments (mean, covariance, largest
+magnitude) come from one pass over the blocks (:meth:`ChunkedArray.moments`; on a Dask array
+the pass runs where the chunks live, and only ``d x d`` sums travel), the game draws its
+minibatches from rows read a window at a time (:mod:`._streaming`), and ``transform`` maps the
+blocks one by one (:meth:`ChunkedArray.map_rows`). No torch here: a fitted model transforms
+without it.
+
+Pages of a memory-mapped file that a read touched count in the process's resident memory for
+as long as they stay mapped; each read here hands them back (``madvise(MADV_DONTNEED)``: the
+file stays in the system's page cache, the process no longer holds it), so reading a file of
+any size costs the process the block it is reading.
+"""
+
+import mmap
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+from sklearn.utils.validation import _check_feature_names, _check_n_features
+
+from ._scaling import magnitude
+
+#: bytes of a block of a memory-mapped array read at a time
+_BLOCK_BYTES = 64 * 2**20
+#: rows whose cross products are summed in float64 at a time (a float64 copy of this many
+#: rows is the largest temporary of the pass)
+_SUM_ROWS = 8_192
+#: floating dtypes read as they are; others are refused (a cast of the whole file would be
+#: the copy that reading out of core avoids)
+_FLOAT_DTYPES = (np.float32, np.float64)
+
+
+def is_chunked(X):
+    """Whether ``X`` is read block by block: a memory-mapped array or a Dask array."""
+    return isinstance(X, np.memmap) or _is_dask_array(X)
+
+
+def _is_dask_array(X):
+    # without importing dask, which a NumPy user need not have
+    return type(X).__module__.split(".")[:2] == ["dask", "array"] and hasattr(X, "chunks")
+
+
+def release_pages(array):
+    """Hand back to the system the pages of a memory-mapped file under ``array``'s data (a
+    view of a :class:`numpy.memmap`, at any depth), so that having read them does not keep
+    them in this process's resident memory. Other arrays are left alone."""
+    file_map = getattr(array, "base", None)
+    while file_map is not None and not isinstance(file_map, mmap.mmap):
+        file_map = getattr(file_map, "base", None)  # a memmap's last base is its mmap
+    if file_map is None or array.size == 0 or not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    start = np.frombuffer(file_map, dtype=np.uint8).__array_interface__["data"][0]
+    low, high = _byte_bounds(array)
+    first = (low - start) // mmap.PAGESIZE * mmap.PAGESIZE
+    file_map.madvise(mmap.MADV_DONTNEED, first, min(high - start, len(file_map)) - first)
+
+
+def _byte_bounds(array):
+    """The first and one-past-the-last byte addresses of ``array``'s data."""
+    low = high = array.__array_interface__["data"][0]
+    for length, stride in zip(array.shape, array.strides, strict=True):
+        reach = (length - 1) * stride
+        low, high = (low + reach, high) if reach < 0 else (low, high + reach)
+    return low, high + array.itemsize
+
+
+@dataclass(frozen=True)
+class Moments:
+    """Row count, mean and scatter (sum of centred outer products) of rows, in units of their
+    largest magnitude ``unit`` (entries of at most 1, whose sums neither overflow nor
+    underflow in float64)."""
+
+    n: int
+    mean: np.ndarray
+    scatter: np.ndarray
+    unit: float
+    #: the dtype of the rows
+    dtype: np.dtype = np.dtype(np.float64)
+
+    @property
+    def shape(self):
+        """The shape of the rows, as an array's."""
+        return self.n, len(self.mean)
+
+    @classmethod
+    def of(cls, X, first_row=0):
+        """The moments of the rows ``X``, summed ``_SUM_ROWS`` at a time. A non-finite value
+        is reported with its row number, counted from ``first_row``."""
+        moments = None
+        for start in range(0, len(X), _SUM_ROWS):
+            block = X[start : start + _SUM_ROWS]
+            if not np.isfinite(block).all():
+                row = first_row + start + int(np.flatnonzero(~np.isfinite(block).all(axis=1))[0])
+                raise ValueError(
+                    f"Input X contains NaN or infinity: row {row:,} (in the block of rows "
+                    f"{first_row:,} to {first_row + len(X):,}). Nothing was fitted."
+                )
+            rows = block.astype(np.float64)
+            release_pages(block)  # read: the file's pages need not stay with the process
+            peak = float(np.max(np.abs(rows))) if rows.size else 0.0
+            unit = peak if peak > 0 else 1.0
+            rows /= unit
+            mean = rows.mean(axis=0)
+            rows -= mean
+            moments = cls(len(rows), mean, rows.T @ rows, unit, X.dtype).merge(moments)
+        return moments
+
+    def merge(self, other):
+        """The moments of both sets of rows (Chan, Golub and LeVeque's pairwise update), in
+        the larger unit; ``other`` may be None."""
+        if other is None or other.n == 0:
+            return self
+        unit = max(self.unit, other.unit)
+        a, b = self.in_unit(unit), other.in_unit(unit)
+        n = a.n + b.n
+        delta = b.mean - a.mean
+        mean = a.mean + delta * (b.n / n)
+        scatter = a.scatter + b.scatter + np.outer(delta, delta) * (a.n * b.n / n)
+        return Moments(n, mean, scatter, unit, self.dtype)
+
+    def in_unit(self, unit):
+        ratio = self.unit / unit
+        return Moments(self.n, self.mean * ratio, self.scatter * ratio * ratio, unit, self.dtype)
+
+    def covariance(self, ddof=0):
+        """The covariance, in units of ``unit`` squared."""
+        return self.scatter / max(self.n - ddof, 1)
+
+    @cached_property
+    def spectrum(self):
+        """The covariance's eigenvalues (ddof=1, in the data's units squared), decreasing."""
+        eigenvalues = np.linalg.eigvalsh(self.covariance(ddof=1))[::-1]
+        return np.clip(eigenvalues, 0, None) * self.unit**2
+
+
+@dataclass(frozen=True)
+class CodeMoments:
+    """What a linear model's fitted attributes need of the data ``X`` and of its codes
+    ``Z = (X / unit - mean) @ unmixing``, all in units of the data's largest magnitude
+    ``unit`` and with ddof=0: ``cross = (X / unit - mean)^T Z / n``, ``gram = Z^T Z / n`` and
+    ``total``, the summed variance of the features."""
+
+    n: int
+    mean: np.ndarray
+    unit: float
+    unmixing: np.ndarray
+    cross: np.ndarray
+    gram: np.ndarray
+    total: float
+
+
+def code_moments(X, unmixing, scale):
+    """:class:`CodeMoments` of ``X`` (an array; a :class:`ChunkedArray`, whose moments are
+    known after one pass; or the :class:`Moments` of the rows) and its codes under
+    ``unmixing`` ``(n_features, d)``, which acts on the rows scaled as
+    ``(X - mean) / scale``."""
+    if isinstance(X, ChunkedArray | Moments):
+        moments = X.moments if isinstance(X, ChunkedArray) else X
+        unit, mean, covariance = moments.unit, moments.mean, moments.covariance()
+        unmixing = unmixing * (unit / np.reshape(scale, (-1, 1)))
+        cross = covariance @ unmixing
+        return CodeMoments(
+            moments.n, mean, unit, unmixing, cross, unmixing.T @ cross, np.trace(covariance)
+        )
+    unit = magnitude(X)
+    X_unit = X.astype(np.float64) / unit
+    mean = X_unit.mean(axis=0)
+    X_unit -= mean
+    unmixing = unmixing * (unit / np.reshape(scale, (-1, 1)))
+    codes = X_unit @ unmixing
+    n = len(X_unit)
+    return CodeMoments(
+        n,
+        mean,
+        unit,
+        unmixing,
+        X_unit.T @ codes / n,
+        codes.T @ codes / n,
+        float(np.einsum("ij,ij->", X_unit, X_unit)) / n,
+    )
+
+
+def _merge_all(moments):
+    """The moments of all the parts, merged pairwise (a balanced tree keeps the rounding of
+    sums over millions of rows at that of one block)."""
+    moments = list(moments)
+    while len(moments) > 1:
+        pairs = [a.merge(b) for a, b in zip(moments[::2], moments[1::2], strict=False)]
+        moments = pairs + (moments[-1:] if len(moments) % 2 else [])
+    return moments[0]
+
+
+class ChunkedArray:
+    """A two-dimensional memory-mapped or Dask array, read a block of rows at a time.
+
+    Parameters
+    ----------
+    X : numpy.memmap or dask.array.Array
+        Float32 or float64 rows; a Dask array with known chunk sizes (its column chunks are
+        joined into one).
+    """
+
+    def __init__(self, X):
+        self.is_dask = _is_dask_array(X)
+        if self.is_dask and X.ndim == 2 and X.numblocks[1] > 1:
+            X = X.rechunk({1: -1})
+        self.X = X
+        self.shape, self.dtype = X.shape, X.dtype
+        if self.is_dask:
+            self.bounds = np.cumsum((0, *X.chunks[0]))
+        else:
+            step = max(1, _BLOCK_BYTES // max(X.strides[0], 1))
+            self.bounds = np.r_[np.arange(0, X.shape[0], step), X.shape[0]]
+
+    def __len__(self):
+        return self.shape[0]
+
+    def read(self, start, stop):
+        """Rows ``start`` to ``stop`` as an in-memory NumPy array."""
+        if self.is_dask:
+            return np.asarray(self.X[start:stop].compute())
+        rows = np.array(self.X[start:stop])
+        release_pages(self.X[start:stop])
+        return rows
+
+    def take(self, rows):
+        """The rows ``rows`` (sorted indices), a block at a time."""
+        rows = np.asarray(rows)
+        if self.is_dask:
+            return np.asarray(self.X[rows].compute())
+        parts = []
+        for start, stop in zip(self.bounds[:-1], self.bounds[1:], strict=True):
+            inside = rows[(rows >= start) & (rows < stop)]
+            if len(inside):
+                parts.append(np.array(self.X[inside]))
+                release_pages(self.X[start:stop])
+        return np.concatenate(parts) if parts else np.empty((0, self.shape[1]), self.dtype)
+
+    @cached_property
+    def moments(self):
+        """The :class:`Moments` of all rows, from one pass over the blocks; a NaN or infinity
+        raises a ``ValueError`` naming its row and block before anything is fitted."""
+        if self.is_dask:
+            from dask import delayed
+
+            blocks = self.X.to_delayed().ravel()
+            parts = [
+                delayed(Moments.of)(block, int(first))
+                for block, first in zip(blocks, self.bounds[:-1], strict=True)
+            ]
+            while len(parts) > 1:  # a tree of merges, computed where the chunks are
+                pairs = [delayed(_merge_all)(parts[i : i + 2]) for i in range(0, len(parts), 2)]
+                parts = pairs
+            return parts[0].compute()
+        return _merge_all(
+            Moments.of(self.X[start:stop], int(start))
+            for start, stop in zip(self.bounds[:-1], self.bounds[1:], strict=True)
+        )
+
+    def map_rows(self, function, n_outputs, dtype):
+        """``function`` applied to every block of rows, each giving ``n_outputs`` columns: a
+        lazy Dask array for a Dask array, else a NumPy array filled block by block."""
+        if self.is_dask:
+            return self.X.map_blocks(
+                _releasing(function), chunks=(self.X.chunks[0], (n_outputs,)), dtype=dtype
+            )
+        out = np.empty((len(self), n_outputs), dtype=dtype)
+        for start, stop in zip(self.bounds[:-1], self.bounds[1:], strict=True):
+            out[start:stop] = function(self.read(start, stop))
+        return out
+
+
+class _releasing:
+    """``function`` of a block, then the block's memory-mapped pages handed back (a Dask array
+    over a memmap reads its chunks as views of the file). A class, not a closure, so that it
+    pickles for a Dask cluster."""
+
+    def __init__(self, function):
+        self.function = function
+
+    def __call__(self, block):
+        result = self.function(block)
+        release_pages(block)
+        return result
+
+
+def read_rows(X, rows):
+    """The rows ``rows`` (sorted indices; None for all) of a memory-mapped or Dask array, in
+    memory, reading only the blocks that hold them; one dimension is one column."""
+    check_chunk_sizes(X)
+    if X.ndim == 1:
+        X = X.reshape(-1, 1)
+    return ChunkedArray(X).take(np.arange(len(X)) if rows is None else rows)
+
+
+def check_chunk_sizes(X):
+    """Refuse a Dask array whose chunk sizes are unknown (other inputs pass)."""
+    if _is_dask_array(X) and any(np.isnan(size) for size in X.chunks[0]):
+        raise ValueError(
+            "The Dask array has unknown chunk sizes (a filter or a dataframe's values leave "
+            "them unknown); call X.compute_chunk_sizes() first."
+        )
+
+
+def check_chunked(estimator, X, *, reset, n_features=None):
+    """Validate a memory-mapped or Dask array ``X`` as ``validate_data`` validates others,
+    without reading it, and return it as a :class:`ChunkedArray`.
+
+    With ``reset``, record ``n_features_in_``; else check ``X`` against it (or, with
+    ``n_features`` given, against that many columns, as ``inverse_transform`` does)."""
+    kind = "Dask array" if _is_dask_array(X) else "memory-mapped array"
+    if X.ndim != 2:
+        raise ValueError(
+            f"Expected a 2D {kind}, got one of {X.ndim} dimension(s) and shape {X.shape}."
+        )
+    check_chunk_sizes(X)
+    if X.dtype not in _FLOAT_DTYPES:
+        raise TypeError(
+            f"{type(estimator).__name__} reads a {kind} out of core as float32 or float64, "
+            f"got dtype {X.dtype}: convert it once (e.g. X.astype(np.float32) written to a new "
+            "file or array), so that it is not copied whole at every fit."
+        )
+    if len(X) < 2 and reset:
+        raise ValueError(
+            f"Found array with {len(X)} sample(s) (shape={X.shape}) while a minimum of 2 is "
+            f"required by {type(estimator).__name__}."
+        )
+    if n_features is not None:
+        if X.shape[1] != n_features:
+            raise ValueError(
+                f"X has {X.shape[1]} features, but {type(estimator).__name__} is expecting "
+                f"{n_features} components as input."
+            )
+    else:
+        _check_feature_names(estimator, X, reset=reset)
+        _check_n_features(estimator, X, reset=reset)
+    return ChunkedArray(X)

@@ -1,0 +1,193 @@
+"""Memory-mapped and Dask arrays: read a block at a time, never whole, with the results of
+arrays in memory. The files are a few MB; the pool and windows of the stream are shrunk so
+that the stream, not a pool holding every row, feeds the game."""
+
+import sys
+
+import numpy as np
+import pytest
+from conftest import amari_error
+from sklearn.decomposition import PCA
+
+from sklearn_adm import ICA, PICA, DependenceScorer, NonlinearPICA, _chunked, _streaming
+from sklearn_adm._chunked import ChunkedArray, Moments, read_rows
+from sklearn_adm.datasets import make_embedding_like, make_pca_vs_pica
+
+da = pytest.importorskip("dask.array")
+
+
+def _memmap(tmp_path, X, name="X.npy"):
+    path = tmp_path / name
+    np.save(path, X)
+    return np.load(path, mmap_mode="r")
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Blocks of 100 rows, sums over 64, a pool of 512 rows in windows of 64."""
+    monkeypatch.setattr(_chunked, "_BLOCK_BYTES", 100 * 8 * 3)
+    monkeypatch.setattr(_chunked, "_SUM_ROWS", 64)
+    monkeypatch.setattr(_streaming, "_POOL_ROWS", 512)
+    monkeypatch.setattr(_streaming, "_WINDOW_ROWS", 64)
+
+
+@pytest.fixture(scope="module")
+def paper_example():
+    X, _ = make_pca_vs_pica(5000, random_state=0)
+    return X
+
+
+def test_streamed_moments_equal_numpy_and_dask(tmp_path, small_blocks):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((1000, 3)) @ rng.standard_normal((3, 3)) + [5.0, -2.0, 1e3]
+    for source in (_memmap(tmp_path, X), da.from_array(X, chunks=(130, 2))):
+        moments = ChunkedArray(source).moments
+        assert moments.n == 1000
+        np.testing.assert_allclose(moments.mean * moments.unit, X.mean(axis=0), rtol=1e-12)
+        covariance = moments.covariance(ddof=1) * moments.unit**2
+        np.testing.assert_allclose(covariance, np.cov(X, rowvar=False), rtol=1e-10)
+
+
+def test_moments_of_rows_of_very_different_magnitudes_stay_finite():
+    """Blocks are summed in units of their own largest entry and merged in the larger: rows
+    near 1e200, whose squares overflow float64, and rows near 1e-200 add up."""
+    rng = np.random.default_rng(0)
+    big, small = 1e200 * rng.standard_normal((50, 2)), 1e-200 * rng.standard_normal((50, 2))
+    moments = Moments.of(big).merge(Moments.of(small))
+    expected = np.cov(np.r_[big / 1e200, small / 1e200], rowvar=False, ddof=0)
+    np.testing.assert_allclose(moments.covariance() * (moments.unit / 1e200) ** 2, expected)
+
+
+def test_nan_in_a_late_block_names_its_row_and_fits_nothing(tmp_path, small_blocks):
+    X = np.random.default_rng(0).standard_normal((1000, 3))
+    X[873, 1] = np.nan
+    for source in (_memmap(tmp_path, X), da.from_array(X, chunks=(250, 3))):
+        pica = PICA(2)
+        with pytest.raises(ValueError, match=r"NaN or infinity: row 873 \(in the block of rows"):
+            pica.fit(source)
+        assert not hasattr(pica, "components_")
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_bad_chunked_input_is_refused_clearly(tmp_path):
+    X = np.random.default_rng(0).standard_normal((100, 3))
+    unknown = da.from_array(X, chunks=(25, 3))
+    unknown = unknown[unknown[:, 0] > -10]  # a filter leaves the chunk sizes unknown
+    with pytest.raises(ValueError, match="unknown chunk sizes.*compute_chunk_sizes"):
+        PICA(2).fit(unknown)
+    with pytest.raises(ValueError, match="unknown chunk sizes"):
+        DependenceScorer().score(unknown)
+    with pytest.raises(TypeError, match="float32 or float64, got dtype int32"):
+        PICA(2).fit(_memmap(tmp_path, X.astype(np.int32)))
+    with pytest.raises(ValueError, match="Expected a 2D memory-mapped array"):
+        PICA(2).fit(_memmap(tmp_path, X[:, 0], "one.npy"))
+    pica = PICA(2, max_iter=10).fit(X)
+    with pytest.raises(ValueError, match="X has 2 features, but PICA is expecting 3"):
+        pica.transform(da.from_array(X[:, :2], chunks=(50, 2)))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_reading_a_memmap_leaves_its_pages_with_the_system(tmp_path):
+    """Pages of the file that a read touched are handed back: a pass over a 48 MB file
+    keeps well under that in the process's resident file pages."""
+
+    def resident_file_kb():
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("RssFile"))
+
+    X = _memmap(tmp_path, np.ones((125_000, 48)))
+    before = resident_file_kb()
+    ChunkedArray(X).moments  # noqa: B018 (the pass)
+    read_rows(X, np.arange(0, 125_000, 7))
+    assert resident_file_kb() - before < 8_000
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_pica_streamed_from_a_memmap_finds_the_papers_factors(
+    tmp_path, small_blocks, paper_example
+):
+    """The paper's example (x1, x3 independent; x2 a function of x1), streamed through a pool
+    of 512 rows refilled from windows of 64: PICA keeps x1 and x3 as in memory, explains the
+    same variance, and a second fit with the same seed gives the same model."""
+    X = paper_example.astype(np.float32)
+    memmap = _memmap(tmp_path, X)
+    in_memory = PICA(2, random_state=0).fit(X)
+    streamed = PICA(2, random_state=0).fit(memmap)
+    np.testing.assert_array_equal(np.abs(streamed.components_).argmax(axis=1), [0, 2])
+    assert (
+        np.abs(streamed.explained_variance_ratio_.sum() - in_memory.explained_variance_ratio_.sum())
+        < 0.01
+    )
+    again = PICA(2, random_state=0).fit(memmap)
+    np.testing.assert_array_equal(again.components_, streamed.components_)
+    np.testing.assert_allclose(streamed.mean_, X.mean(axis=0), atol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_transform_of_a_dask_array_is_lazy_and_equals_numpys(paper_example):
+    X = paper_example.astype(np.float32)
+    pica = PICA(2, max_iter=20, random_state=0).fit(X)
+    chunks = da.from_array(X, chunks=(1200, 3))
+    Z = pica.transform(chunks)
+    assert isinstance(Z, da.Array) and Z.chunks == (chunks.chunks[0], (2,))
+    assert Z.dtype == np.float32
+    np.testing.assert_allclose(Z.compute(), pica.transform(X), rtol=1e-6)
+    back = pica.inverse_transform(Z)
+    assert isinstance(back, da.Array)
+    np.testing.assert_allclose(back.compute(), pica.inverse_transform(pica.transform(X)), rtol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_fit_transform_of_a_memmap_is_computed_block_by_block(
+    tmp_path, small_blocks, paper_example
+):
+    memmap = _memmap(tmp_path, paper_example)
+    pica = PICA(2, max_iter=20, random_state=0)
+    Z = pica.fit_transform(memmap)
+    assert type(Z) is np.ndarray and Z.shape == (5000, 2)
+    np.testing.assert_allclose(Z, pica.transform(paper_example), rtol=1e-10)
+
+
+def test_shares_of_variance_and_mle_resolve_as_pca_on_a_memmap(tmp_path):
+    X = make_embedding_like(600, 24, random_state=0)[0]
+    memmap = _memmap(tmp_path, X)
+    for n_components in (0.6, 0.9, "mle"):
+        expected = PCA(n_components, svd_solver="full").fit(X).n_components_
+        pica = PICA(n_components, max_iter=1, random_state=0)
+        with pytest.warns():  # one update: not converged
+            pica.fit(memmap)
+        assert pica.n_components_ == expected
+
+
+def test_scorer_reads_only_its_sample_of_a_chunked_array(tmp_path):
+    """``max_samples`` rows drawn as from an array in memory: the same score, and from a
+    Dask array only the drawn rows are read."""
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, size=20_000)
+    Z = np.c_[x, x**2, rng.normal(size=20_000)]
+    scorer = DependenceScorer(max_samples=500, random_state=0)
+    expected = scorer.per_feature(Z)
+    np.testing.assert_array_equal(scorer.per_feature(_memmap(tmp_path, Z)), expected)
+    np.testing.assert_array_equal(scorer.per_feature(da.from_array(Z, chunks=(1000, 3))), expected)
+    test = DependenceScorer("pearson", max_samples=500, random_state=0)
+    in_memory = test.test(Z[:, :1], Z[:, 1:])
+    chunked = test.test(da.from_array(Z[:, :1], chunks=1000), _memmap(tmp_path, Z[:, 1:], "Y.npy"))
+    assert (chunked.statistic, chunked.pvalue) == (in_memory.statistic, in_memory.pvalue)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_ica_and_nonlinear_pica_fit_chunked_arrays(tmp_path, small_blocks):
+    """ICA unmixes Laplace sources from a streamed memmap (its start fitted on a sample) as
+    well as in memory; NonlinearPICA fits a Dask array and transforms it lazily."""
+    rng = np.random.default_rng(0)
+    S = rng.laplace(size=(3000, 3))
+    A = rng.standard_normal((3, 3))
+    X = S @ A.T
+    streamed = ICA(random_state=0).fit(_memmap(tmp_path, X))
+    in_memory = ICA(random_state=0).fit(X)
+    assert amari_error(streamed.components_, A) < amari_error(in_memory.components_, A) + 0.5
+    chunks = da.from_array(X, chunks=(700, 3))
+    nonlinear = NonlinearPICA(2, hidden_layer_sizes=(8,), max_iter=20, random_state=0).fit(chunks)
+    Z = nonlinear.transform(chunks)
+    assert isinstance(Z, da.Array)
+    np.testing.assert_allclose(Z.compute(), nonlinear.transform(X), rtol=1e-5)
