@@ -24,6 +24,7 @@ critic scores them all, each predictor seeing only the features of its own start
 iterates, as in GAN training, which settles the jitter that the adversary keeps up.
 """
 
+import contextlib
 import copy
 from dataclasses import dataclass
 
@@ -219,20 +220,33 @@ _REBALANCE_STEPS = 100
 
 def train_critic(critic, z_train, *, steps, batch_size, learning_rate, generator):
     """The game with the encoder fixed: ``steps`` critic updates on minibatches of ``z_train``
-    (replayed from a CUDA graph on CUDA, as in the game). Training that lasts longer than a
-    few seconds (thousands of features) shows a progress bar on a terminal."""
+    (replayed from a CUDA graph on CUDA, as in the game), a tensor or the
+    :class:`~._streaming.StreamedRows` of an array read out of core. Training that lasts
+    longer than a few seconds (thousands of features) shows a progress bar on a terminal."""
     device = z_train.device
     update = CriticUpdates(critic, CriticAdam(critic, learning_rate, device), device)
+    streamed = not torch.is_tensor(z_train)
     batch_size = min(batch_size, len(z_train))
     progress = tqdm(range(steps), desc="critic", delay=_PROGRESS_DELAY_S, disable=None, leave=False)
     work = critic.predictor_in_bias.numel() * batch_size  # the first hidden layer's elements
-    with FitThreads(work) as threads, training_allocations():
+    with FitThreads(work) as threads, training_allocations(), _opened(z_train):
         for step in progress:
-            rows = torch.randint(len(z_train), (batch_size,), generator=generator, device=device)
-            update(z_train[rows])
+            if streamed:
+                batch = z_train.draw(batch_size, 1, generator)
+            else:
+                rows = torch.randint(
+                    len(z_train), (batch_size,), generator=generator, device=device
+                )
+                batch = z_train[rows]
+            update(batch)
             if step % _REBALANCE_STEPS == _REBALANCE_STEPS - 1:
                 threads.rebalance()
     return critic
+
+
+def _opened(rows):
+    """``rows`` as a context (a stream reads ahead inside it); a tensor needs none."""
+    return contextlib.nullcontext() if torch.is_tensor(rows) else rows
 
 
 def variance_hinge(z):

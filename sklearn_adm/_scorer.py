@@ -13,7 +13,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _num_samples, check_array
 
 from ._base import split_rows
-from ._chunked import check_chunk_sizes, is_chunked, read_rows
+from ._chunked import ChunkedArray, check_chunk_sizes, is_chunked, read_rows
 from ._critic import ADMCritic, _standardize
 from ._device import resolve_device
 from ._game import calibrate, calibrated_fit, train_critic
@@ -51,6 +51,13 @@ _LINEAR_RIDGE = 1e-6
 #: training rows, at most, among which the two-sample test looks for nearest neighbours: the
 #: search costs their number times the held-out rows', and the critic carries large samples
 _NEIGHBOUR_ROWS = 4096
+#: rows of a memory-mapped or Dask array up to which the learned estimate reads them into
+#: memory (the stream's pool would hold them all); beyond, its critic streams them
+_IN_MEMORY_ROWS = 65_536
+#: held-out rows, at most, of the learned estimate on an array read out of core
+_STREAMED_HELD_OUT = 16_384
+#: training rows of such an array, at most, that the linear floor is fitted on
+_FLOOR_ROWS = 65_536
 
 
 @dataclass(frozen=True)
@@ -187,9 +194,11 @@ class DependenceScorer(BaseEstimator):
         self.critic_params = critic_params
         self.device = device
 
-    def _prepare(self, Z, rng=None):
+    def _prepare(self, Z, rng=None, stream=False):
         """Validate parameters and ``Z``; return float64 rows (subsampled), a RandomState and
-        the device. Given ``rng``, ``Z`` holds the rows drawn with it already."""
+        the device. Given ``rng``, ``Z`` holds the rows drawn with it already. With
+        ``stream``, a memory-mapped or Dask array of which every row is asked for comes back
+        as a :class:`~._chunked.ChunkedArray`, for the critic to stream."""
         self._validate_params()
         unknown = set(self.critic_params or {}) - set(_CRITIC_DEFAULTS)
         if unknown:
@@ -201,7 +210,12 @@ class DependenceScorer(BaseEstimator):
         if rng is None:
             rng = check_random_state(self.random_state)
             check_chunk_sizes(Z)
-            Z = self._sampled(Z, self._draw_rows(_num_samples(Z), rng))
+            rows = self._draw_rows(_num_samples(Z), rng)
+            if stream and rows is None and is_chunked(Z) and len(Z) > _IN_MEMORY_ROWS:
+                # the standard messages for a wrong shape, from the first rows
+                check_array(np.asarray(Z[:2]), ensure_min_samples=2, ensure_min_features=2)
+                return ChunkedArray(Z), rng, device
+            Z = self._sampled(Z, rows)
         Z = check_array(Z, dtype=np.float64, ensure_min_samples=2, ensure_min_features=2)
         return _rescale(Z), rng, device
 
@@ -238,7 +252,7 @@ class DependenceScorer(BaseEstimator):
         return _labelled(self._per_feature(Z), _column_names(Z), self.metric)
 
     def _per_feature(self, Z):
-        Z, rng, device = self._prepare(Z)
+        Z, rng, device = self._prepare(Z, stream=self.metric == "adm")
         if self.metric in ("dcor", "dcor_sq"):
             return distance_correlation_one_vs_rest(
                 Z, squared=self.metric == "dcor_sq", device=device
@@ -395,7 +409,7 @@ class DependenceScorer(BaseEstimator):
         return DependenceTestResult(statistic, p_value, null_mean, n_permutations, True)
 
     def _test_columns(self, Z, n_permutations):
-        Z, rng, device = self._prepare(Z)
+        Z, rng, device = self._prepare(Z, stream=self.metric == "adm")
         if self.metric == "adm":
             critic, _, held_out = self._trained_critic(Z, rng, device, groups=None, exact=True)
 
@@ -503,14 +517,18 @@ class DependenceScorer(BaseEstimator):
         test = _TEST_CRITIC if exact else {}
         params = {**_CRITIC_DEFAULTS, **test, **(self.critic_params or {})}
         seed = int(rng.randint(np.iinfo(np.int32).max))
-        train_rows, val_rows = split_rows(len(Z), params["validation_fraction"], rng)
-        if exact and len(train_rows) == len(Z):
-            raise ValueError(
-                f"The 'adm' test needs rows the critic does not train on: {len(Z)} rows with "
-                f"validation_fraction={params['validation_fraction']} leave too few; pass more "
-                "rows or a larger critic_params['validation_fraction']."
-            )
-        z = torch.as_tensor(Z, dtype=torch.float32, device=device)
+        if isinstance(Z, ChunkedArray):
+            train, held_out = _streamed_split(Z, params["validation_fraction"], seed, device)
+        else:
+            train_rows, val_rows = split_rows(len(Z), params["validation_fraction"], rng)
+            if exact and len(train_rows) == len(Z):
+                raise ValueError(
+                    f"The 'adm' test needs rows the critic does not train on: {len(Z)} rows "
+                    f"with validation_fraction={params['validation_fraction']} leave too few; "
+                    "pass more rows or a larger critic_params['validation_fraction']."
+                )
+            z = torch.as_tensor(Z, dtype=torch.float32, device=device)
+            train, held_out = z[train_rows], z[val_rows]
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             critic = ADMCritic(
@@ -523,13 +541,32 @@ class DependenceScorer(BaseEstimator):
             ).to(device)
         train_critic(
             critic,
-            z[train_rows],
+            train,
             steps=params["max_iter"],
             batch_size=params["batch_size"],
             learning_rate=params["critic_learning_rate"],
             generator=torch.Generator(device=device).manual_seed(seed),
         )
-        return critic, z[train_rows], z[val_rows]
+        if not torch.is_tensor(train):  # streamed: a sample of its rows for the linear floor
+            train = train.sample(_FLOOR_ROWS)
+        return critic, train, held_out
+
+
+def _streamed_split(source, validation_fraction, seed, device):
+    """The critic's training rows of a :class:`~._chunked.ChunkedArray` (streamed) and its
+    held-out rows (at most ``_STREAMED_HELD_OUT``, read once), centred and scaled by the
+    largest magnitude as :func:`_rescale` scales rows in memory."""
+    from ._streaming import StreamedRows
+
+    moments = source.moments
+    n_val = min(int(round(validation_fraction * len(source))), _STREAMED_HELD_OUT)
+    held_out = np.sort(np.random.default_rng(seed).choice(len(source), n_val, replace=False))
+
+    def scale_rows(rows):
+        return (rows.astype(np.float64) / moments.unit - moments.mean).astype(np.float32)
+
+    train = StreamedRows(source, held_out, scale_rows, None, seed, device)
+    return train, torch.as_tensor(scale_rows(source.take(held_out)), device=device)
 
 
 #: entries of the critic's first hidden layers, at most, when it reads a stack of permutations

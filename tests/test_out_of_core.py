@@ -191,3 +191,28 @@ def test_ica_and_nonlinear_pica_fit_chunked_arrays(tmp_path, small_blocks):
     Z = nonlinear.transform(chunks)
     assert isinstance(Z, da.Array)
     np.testing.assert_allclose(Z.compute(), nonlinear.transform(X), rtol=1e-5)
+
+
+def test_learned_estimate_streams_every_row_of_a_large_chunked_array(
+    tmp_path, small_blocks, monkeypatch
+):
+    """With ``max_samples=None`` the critic trains on windows streamed from the file and is
+    read on held-out rows drawn from it: x and x^2 read as dependent, the independent column
+    as independent, as the same estimate reads them in memory (0.95, 0.94 and 0.001 streamed
+    through this test's small pool, 0.996, 0.996 and 0.001 in memory); a test finds them."""
+    from sklearn_adm import _scorer
+
+    monkeypatch.setattr(_scorer, "_IN_MEMORY_ROWS", 1000)
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, size=4000)
+    Z = np.c_[x, x**2, rng.normal(size=4000)]
+    scorer = DependenceScorer("adm", max_samples=None, random_state=0)
+    streamed = scorer.per_feature(_memmap(tmp_path, Z))
+    in_memory = scorer.per_feature(Z)
+    assert streamed[0] > 0.9 and streamed[1] > 0.9 and streamed[2] < 0.02
+    np.testing.assert_allclose(streamed, in_memory, atol=0.1)
+    test = DependenceScorer(
+        "adm", max_samples=None, random_state=0, critic_params={"max_iter": 500}
+    )
+    result = test.test(da.from_array(Z, chunks=(500, 3)), n_permutations=50)
+    assert result.pvalue[0] < 0.05 and result.pvalue[1] < 0.05 and result.pvalue[2] > 0.05
