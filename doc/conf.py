@@ -37,7 +37,7 @@ myst_heading_anchors = 3
 
 # API reference: one page per public name, written from the numpydoc docstrings.
 autosummary_generate = True
-autodoc_default_options = {"members": True, "inherited-members": False}
+autodoc_default_options = {"members": True}
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_attributes_as_param_list = True

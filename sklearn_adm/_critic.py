@@ -42,8 +42,9 @@ _FIRST_LAYER_GAIN = 3.0
 
 _activation = nn.functional.gelu
 
-#: rows that pass through the critic at a time when it is evaluated without gradients
-_EVALUATION_ROWS = 2048
+#: entries of the first hidden layer, at most, when the critic is evaluated without gradients
+#: (128 MB in float32)
+_EVALUATION_ELEMENTS = 2**25
 
 
 def dependence_mse(target, prediction):
@@ -508,17 +509,18 @@ class ADMCritic(nn.Module):
     def target_and_prediction(self, z):
         """Standardise ``z`` and return the probe targets and the predictions, each ``(n, d)``.
 
-        Without gradients (an evaluation), the rows pass ``_EVALUATION_ROWS`` at a time, so
-        that the hidden layers of every predictor never hold all rows at once (at 256 features
-        and 16,384 rows one layer is half a GB); the statistics that standardise ``z`` and the
-        targets are still those of all rows."""
+        Without gradients (an evaluation), the rows pass in parts whose first hidden layer
+        holds at most ``_EVALUATION_ELEMENTS`` entries (at 256 features and 16,384 rows that
+        layer alone is half a GB); the statistics that standardise ``z`` and the targets are
+        still those of all rows."""
         self._check_input(z)
         z_std = _standardize(z)
-        if torch.is_grad_enabled() or len(z_std) <= _EVALUATION_ROWS:
+        rows_at_once = max(1, _EVALUATION_ELEMENTS // self.predictor_in_bias.numel())
+        if torch.is_grad_enabled() or len(z_std) <= rows_at_once:
             return self.targets(z_std), self.predictions(z_std)
         parts = [
             (self._probe_outputs(rows), self.predictions(rows))
-            for rows in z_std.split(_EVALUATION_ROWS)
+            for rows in z_std.split(rows_at_once)
         ]
         targets = torch.cat([outputs for outputs, _ in parts])
         targets = _standardize(targets) if self.probes else targets

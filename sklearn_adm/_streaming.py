@@ -178,22 +178,16 @@ class StreamedRows:
             self._windows.put(error)
 
     def _window(self, rng):
-        """``_WINDOW_ROWS`` training rows from consecutive rows at a random place (inside
-        one block, so one block is read); held-out rows among them are replaced by other rows
-        of the window."""
-        bounds = self.source.bounds
-        block = rng.choice(len(bounds) - 1, p=np.diff(bounds) / bounds[-1])
-        low, high = bounds[block], bounds[block + 1]
-        start = low + rng.integers(max(high - low - _WINDOW_ROWS, 0) + 1)
-        stop = min(start + _WINDOW_ROWS, high)
+        """``_WINDOW_ROWS`` training rows: consecutive rows from a random place, held-out
+        rows among them replaced by others of the window."""
+        start = rng.integers(len(self.source) - _WINDOW_ROWS + 1)
+        stop = start + _WINDOW_ROWS
         rows = self.source.read(start, stop)
         first, last = np.searchsorted(self.held_out, [start, stop])
         if last > first:
             rows = np.delete(rows, self.held_out[first:last] - start, axis=0)
-        if len(rows) < _WINDOW_ROWS and len(rows):
-            rows = np.concatenate(
-                [rows, rows[rng.integers(len(rows), size=_WINDOW_ROWS - len(rows))]]
-            )
+            refill = rng.integers(len(rows), size=_WINDOW_ROWS - len(rows))
+            rows = np.concatenate([rows, rows[refill]])
         return rows
 
     def _all_training_rows(self):
