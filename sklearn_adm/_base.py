@@ -19,7 +19,7 @@ from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ._chunked import ChunkedArray, Moments, check_chunked, is_chunked
-from ._scaling import fit_scaling, scaling_from_moments
+from ._scaling import fit_scaling, row_blocks, scaling_from_moments
 
 #: below this many held-out rows, the held-out estimate is too noisy: all rows serve both roles
 _MIN_VALIDATION_ROWS = 10
@@ -85,6 +85,18 @@ class Schedule:
     stop_when_independent: bool = False
 
 
+def scaled_rows(X, rows, mean, scale, device):
+    """``(X[rows] - mean) / scale`` as a float32 tensor on ``device``, computed in float64
+    ``BLOCK_ROWS`` rows at a time (a float32 ``X`` is never copied whole in float64)."""
+    import torch
+
+    scaled = torch.empty((len(rows), X.shape[1]), dtype=torch.float32, device=device)
+    for part in row_blocks(len(rows)):
+        block = (X[rows[part]].astype(np.float64) - mean) / scale
+        scaled[part] = torch.as_tensor(block, dtype=torch.float32)
+    return scaled
+
+
 @dataclass(frozen=True)
 class _TrainingData:
     """What the game is played on: training rows (``TensorRows`` or ``StreamedRows``), the
@@ -114,10 +126,7 @@ class _Stream:
 
     def scaled(self, rows):
         """``rows`` scaled as the first batch was, a float32 tensor on the device."""
-        import torch
-
-        scaled = (rows.astype(np.float64) - self.mean) / self.scale
-        return torch.as_tensor(scaled, dtype=torch.float32, device=self.device)
+        return scaled_rows(rows, np.arange(len(rows)), self.mean, self.scale, self.device)
 
 
 def _widths_constraint():
@@ -428,8 +437,7 @@ class BaseADMTransformer(
         from ._game import AdversarialGame
         from ._streaming import TensorRows
 
-        X64 = X.astype(np.float64, copy=False)
-        mean, scale = fit_scaling(X64[train_rows], self._schedule.per_feature_scaling)
+        mean, scale = fit_scaling(X, self._schedule.per_feature_scaling, rows=train_rows)
         stream = _Stream(settings, mean, scale, self.device_)
         X_train = stream.scaled(X[train_rows])
         start = TensorRows(stream.scaled(X) if self._schedule.start_from_all_rows else X_train)
@@ -456,7 +464,6 @@ class BaseADMTransformer(
         """The number of training rows of in-memory ``X``, and a function that returns the
         :class:`_TrainingData`: distinct records, split into training and held-out rows,
         scaled on the training rows, as float32 tensors on the device."""
-        import torch
 
         from ._streaming import TensorRows
 
@@ -464,13 +471,10 @@ class BaseADMTransformer(
         train_rows, val_rows = split_rows(len(records), self.validation_fraction, rng)
 
         def load():
-            X64 = X.astype(np.float64, copy=False)
-            if len(records) < len(X):
-                X64 = X64[records]
-            mean, scale = fit_scaling(X64[train_rows], self._schedule.per_feature_scaling)
-            X_scaled = torch.as_tensor(
-                (X64 - mean) / scale, dtype=torch.float32, device=self.device_
+            mean, scale = fit_scaling(
+                X, self._schedule.per_feature_scaling, rows=records[train_rows]
             )
+            X_scaled = scaled_rows(X, records, mean, scale, self.device_)
             train = TensorRows(X_scaled[train_rows])
             start = TensorRows(X_scaled) if self._schedule.start_from_all_rows else train
             return _TrainingData(train, X_scaled[val_rows], start, mean, scale)

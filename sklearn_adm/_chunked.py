@@ -20,7 +20,7 @@ from functools import cached_property
 import numpy as np
 from sklearn.utils.validation import _check_feature_names, _check_n_features
 
-from ._scaling import magnitude
+from ._scaling import magnitude, row_blocks
 
 #: bytes of a block of a memory-mapped array read at a time
 _BLOCK_BYTES = 64 * 2**20
@@ -164,22 +164,20 @@ def code_moments(X, unmixing, scale):
         return CodeMoments(
             moments.n, mean, unit, unmixing, cross, unmixing.T @ cross, np.trace(covariance)
         )
-    unit = magnitude(X)
-    X_unit = X.astype(np.float64) / unit
-    mean = X_unit.mean(axis=0)
-    X_unit -= mean
+    unit, n = magnitude(X), len(X)
     unmixing = unmixing * (unit / np.reshape(scale, (-1, 1)))
-    codes = X_unit @ unmixing
-    n = len(X_unit)
-    return CodeMoments(
-        n,
-        mean,
-        unit,
-        unmixing,
-        X_unit.T @ codes / n,
-        codes.T @ codes / n,
-        float(np.einsum("ij,ij->", X_unit, X_unit)) / n,
-    )
+    blocks = row_blocks(n)  # in float64 a block at a time: a float32 X is not copied whole
+    if len(blocks) == 1:
+        mean = (X.astype(np.float64) / unit).mean(axis=0)
+    else:
+        mean = sum((X[part].astype(np.float64) / unit).sum(axis=0) for part in blocks) / n
+    cross, gram, total = 0.0, 0.0, 0.0
+    for part in blocks:
+        centred = X[part].astype(np.float64) / unit - mean
+        codes = centred @ unmixing
+        cross, gram = cross + centred.T @ codes, gram + codes.T @ codes
+        total += float(np.einsum("ij,ij->", centred, centred))
+    return CodeMoments(n, mean, unit, unmixing, cross / n, gram / n, total / n)
 
 
 def _merge_all(moments):

@@ -42,9 +42,10 @@ _FIRST_LAYER_GAIN = 3.0
 
 _activation = nn.functional.gelu
 
-#: entries of the first hidden layer, at most, when the critic is evaluated without gradients
-#: (128 MB in float32)
-_EVALUATION_ELEMENTS = 2**25
+#: entries of the first hidden layer, at most, when the critic is evaluated without gradients:
+#: 32 MB in float32, under the allocator's threshold during a fit (``_allocator``), so that
+#: each part reuses the memory the last one freed
+_EVALUATION_ELEMENTS = 2**23
 
 
 def dependence_mse(target, prediction):

@@ -18,8 +18,9 @@ def magnitude(X):
     return peak if peak > 0 else 1.0
 
 
-def fit_scaling(X, per_feature):
-    """Return ``(mean, scale)`` that map ``X`` to ``(X - mean) / scale``.
+def fit_scaling(X, per_feature, rows=None):
+    """Return ``(mean, scale)`` that map ``X`` to ``(X - mean) / scale``, fitted on the rows
+    ``rows`` of ``X`` (all where None).
 
     With ``per_feature=False`` the scale is one number, the root mean variance of the features,
     so the geometry (which directions carry most variance) is kept, as PCA needs; the scaled
@@ -31,11 +32,40 @@ def fit_scaling(X, per_feature):
     about 40 standard deviations, and held-out rows that inked such pixels dominated the
     held-out error. The floor is relative, so ``X`` and ``1000 * X`` scale alike. Both are
     computed in units of the :func:`magnitude` of ``X``, so that any finite ``X`` gets them
-    right; a scale of zero (constant data) is replaced by that magnitude.
+    right; a scale of zero (constant data) is replaced by that magnitude. The rows are read
+    ``BLOCK_ROWS`` at a time, in float64 (a float32 ``X`` is never copied whole).
     """
-    unit = magnitude(X)
-    X = X / unit
-    return scaling_from_moments(X.mean(axis=0), X.var(axis=0), unit, per_feature)
+    rows = np.arange(len(X)) if rows is None else rows
+    blocks = [rows[part] for part in row_blocks(len(rows))]
+    unit = max(magnitude(X[block]) for block in blocks)
+    parts = [_mean_and_variance(X[block].astype(np.float64) / unit) for block in blocks]
+    mean, variance = parts[0][1:] if len(parts) == 1 else _merged(parts)
+    return scaling_from_moments(mean, variance, unit, per_feature)
+
+
+def _mean_and_variance(X):
+    return len(X), X.mean(axis=0), X.var(axis=0)
+
+
+def _merged(parts):
+    """The mean and variance of rows from those ``(count, mean, variance)`` of their parts
+    (Chan, Golub and LeVeque's pairwise update)."""
+    n, mean, squares = 0, 0.0, 0.0
+    for count, part_mean, part_variance in parts:
+        total, delta = n + count, part_mean - mean
+        squares = squares + part_variance * count + delta**2 * (n * count / total)
+        mean, n = mean + delta * (count / total), total
+    return mean, squares / n
+
+
+#: rows of ``X`` that a fit reads at a time to scale it (a float64 copy of this many rows is
+#: the largest temporary: a float32 ``X`` is never copied whole in float64)
+BLOCK_ROWS = 131_072
+
+
+def row_blocks(n_rows):
+    """Slices of ``BLOCK_ROWS`` rows covering ``n_rows`` rows."""
+    return [slice(start, start + BLOCK_ROWS) for start in range(0, max(n_rows, 1), BLOCK_ROWS)]
 
 
 def scaling_from_moments(mean, variance, unit, per_feature):

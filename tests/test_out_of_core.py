@@ -216,3 +216,32 @@ def test_learned_estimate_streams_every_row_of_a_large_chunked_array(
     )
     result = test.test(da.from_array(Z, chunks=(500, 3)), n_permutations=50)
     assert result.pvalue[0] < 0.05 and result.pvalue[1] < 0.05 and result.pvalue[2] > 0.05
+
+
+def test_arrays_in_memory_are_scaled_and_summed_a_block_at_a_time(monkeypatch):
+    """A float32 array in memory is never copied whole in float64: scaling, scaled rows and
+    the moments the fitted attributes come from are computed a block at a time, and equal
+    those of one block."""
+    from sklearn_adm import _scaling
+    from sklearn_adm._base import scaled_rows
+    from sklearn_adm._chunked import code_moments
+
+    X = make_embedding_like(1000, 12, random_state=0)[0].astype(np.float32) * 100 + 7
+    rows = np.arange(0, 1000, 3)
+    unmixing = np.random.default_rng(0).standard_normal((12, 4))
+    whole = (
+        _scaling.fit_scaling(X, False, rows=rows),
+        scaled_rows(X, rows, X.mean(axis=0), 2.0, "cpu"),
+        code_moments(X, unmixing, 2.0),
+    )
+    monkeypatch.setattr(_scaling, "BLOCK_ROWS", 64)
+    blocked = (
+        _scaling.fit_scaling(X, False, rows=rows),
+        scaled_rows(X, rows, X.mean(axis=0), 2.0, "cpu"),
+        code_moments(X, unmixing, 2.0),
+    )
+    np.testing.assert_allclose(blocked[0][0], whole[0][0], rtol=1e-12)
+    np.testing.assert_allclose(blocked[0][1], whole[0][1], rtol=1e-12)
+    np.testing.assert_array_equal(blocked[1].numpy(), whole[1].numpy())
+    for name in ("mean", "cross", "gram", "total"):
+        np.testing.assert_allclose(getattr(blocked[2], name), getattr(whole[2], name), rtol=1e-10)
