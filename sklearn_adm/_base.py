@@ -23,8 +23,6 @@ from ._scaling import fit_scaling, row_blocks, scaling_from_moments
 
 #: below this many held-out rows, the held-out estimate is too noisy: all rows serve both roles
 _MIN_VALIDATION_ROWS = 10
-#: held-out rows, at most, of an array read out of core (they are held in memory)
-_STREAMED_VALIDATION_ROWS = 16_384
 #: the fewest rows of a critic's minibatch
 _MIN_CRITIC_ROWS = 128
 #: data are continuous when each column takes at least this share as many distinct values as
@@ -483,20 +481,18 @@ class BaseADMTransformer(
 
     def _streamed_split(self, source, rng, seed):
         """:meth:`_split` for a :class:`~._chunked.ChunkedArray`: held-out rows drawn at
-        random (at most ``_STREAMED_VALIDATION_ROWS``), read once; the scaling from the
+        random (at most ``MAX_HELD_OUT_ROWS``), read once; the scaling from the
         moments of all rows (one pass); the training rows streamed from the array. Repeated
         rows are not looked for: that would take a pass over the data of its own."""
         import torch
 
-        from ._streaming import StreamedRows
+        from ._streaming import StreamedRows, held_out_rows
 
         n_samples = len(source)
-        n_val = min(int(round(self.validation_fraction * n_samples)), _STREAMED_VALIDATION_ROWS)
-        if n_val < _MIN_VALIDATION_ROWS or n_samples - n_val < 2:
+        held_out = held_out_rows(n_samples, self.validation_fraction, seed)
+        val_rows = held_out
+        if len(held_out) < _MIN_VALIDATION_ROWS or n_samples - len(held_out) < 2:
             held_out, val_rows = np.empty(0, dtype=np.intp), np.arange(n_samples)
-        else:
-            held_out = np.sort(np.random.default_rng(seed).choice(n_samples, n_val, replace=False))
-            val_rows = held_out
 
         def load():
             moments = source.moments

@@ -20,7 +20,7 @@ from functools import cached_property
 import numpy as np
 from sklearn.utils.validation import _check_feature_names, _check_n_features
 
-from ._scaling import magnitude, row_blocks
+from ._scaling import magnitude, merge_moments, row_blocks
 
 #: bytes of a block of a memory-mapped array read at a time
 _BLOCK_BYTES = 64 * 2**20
@@ -108,17 +108,14 @@ class Moments:
         return moments
 
     def merge(self, other):
-        """The moments of both sets of rows (Chan, Golub and LeVeque's pairwise update), in
-        the larger unit; ``other`` may be None."""
+        """The moments of both sets of rows (:func:`~._scaling.merge_moments`), in the
+        larger unit; ``other`` may be None."""
         if other is None or other.n == 0:
             return self
         unit = max(self.unit, other.unit)
         a, b = self.in_unit(unit), other.in_unit(unit)
-        n = a.n + b.n
-        delta = b.mean - a.mean
-        mean = a.mean + delta * (b.n / n)
-        scatter = a.scatter + b.scatter + np.outer(delta, delta) * (a.n * b.n / n)
-        return Moments(n, mean, scatter, unit, self.dtype)
+        merged = merge_moments(a.n, a.mean, a.scatter, b.n, b.mean, b.scatter)
+        return Moments(*merged, unit, self.dtype)
 
     def in_unit(self, unit):
         ratio = self.unit / unit

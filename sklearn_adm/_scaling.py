@@ -48,14 +48,20 @@ def _mean_and_variance(X):
 
 
 def _merged(parts):
-    """The mean and variance of rows from those ``(count, mean, variance)`` of their parts
-    (Chan, Golub and LeVeque's pairwise update)."""
-    n, mean, squares = 0, 0.0, 0.0
-    for count, part_mean, part_variance in parts:
-        total, delta = n + count, part_mean - mean
-        squares = squares + part_variance * count + delta**2 * (n * count / total)
-        mean, n = mean + delta * (count / total), total
+    """The mean and variance of rows from those ``(count, mean, variance)`` of their parts."""
+    n, mean, squares = parts[0][0], parts[0][1], parts[0][2] * parts[0][0]
+    for count, part_mean, part_variance in parts[1:]:
+        n, mean, squares = merge_moments(n, mean, squares, count, part_mean, part_variance * count)
     return mean, squares / n
+
+
+def merge_moments(n_a, mean_a, squares_a, n_b, mean_b, squares_b):
+    """Count, mean and sums of centred squares (a vector: per column; a matrix: the scatter)
+    of two sets of rows from each set's (Chan, Golub and LeVeque's pairwise update)."""
+    n = n_a + n_b
+    delta = mean_b - mean_a
+    spread = np.multiply.outer(delta, delta) if np.ndim(squares_a) == 2 else delta * delta
+    return n, mean_a + delta * (n_b / n), squares_a + squares_b + spread * (n_a * n_b / n)
 
 
 #: rows of ``X`` that a fit reads at a time to scale it (a float64 copy of this many rows is

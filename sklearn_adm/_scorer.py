@@ -54,8 +54,6 @@ _NEIGHBOUR_ROWS = 4096
 #: rows of a memory-mapped or Dask array up to which the learned estimate reads them into
 #: memory (the stream's pool would hold them all); beyond, its critic streams them
 _IN_MEMORY_ROWS = 65_536
-#: held-out rows, at most, of the learned estimate on an array read out of core
-_STREAMED_HELD_OUT = 16_384
 #: training rows of such an array, at most, that the linear floor is fitted on
 _FLOOR_ROWS = 65_536
 
@@ -554,13 +552,12 @@ class DependenceScorer(BaseEstimator):
 
 def _streamed_split(source, validation_fraction, seed, device):
     """The critic's training rows of a :class:`~._chunked.ChunkedArray` (streamed) and its
-    held-out rows (at most ``_STREAMED_HELD_OUT``, read once), centred and scaled by the
+    held-out rows (at most ``MAX_HELD_OUT_ROWS``, read once), centred and scaled by the
     largest magnitude as :func:`_rescale` scales rows in memory."""
-    from ._streaming import StreamedRows
+    from ._streaming import StreamedRows, held_out_rows
 
     moments = source.moments
-    n_val = min(int(round(validation_fraction * len(source))), _STREAMED_HELD_OUT)
-    held_out = np.sort(np.random.default_rng(seed).choice(len(source), n_val, replace=False))
+    held_out = held_out_rows(len(source), validation_fraction, seed)
 
     def scale_rows(rows):
         return (rows.astype(np.float64) / moments.unit - moments.mean).astype(np.float32)

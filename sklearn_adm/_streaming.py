@@ -27,6 +27,15 @@ _POOL_ROWS = 65_536
 _REFRESH_WINDOWS = 2
 #: windows read ahead of the game
 _PREFETCH = 4
+#: held-out rows, at most, drawn from an array read out of core (they are held in memory)
+MAX_HELD_OUT_ROWS = 16_384
+
+
+def held_out_rows(n_rows, fraction, seed):
+    """Sorted indices of the held-out rows of an array read out of core: ``fraction`` of its
+    ``n_rows`` (at most ``MAX_HELD_OUT_ROWS``), drawn at random with ``seed``."""
+    n_held_out = min(int(round(fraction * n_rows)), MAX_HELD_OUT_ROWS)
+    return np.sort(np.random.default_rng(seed).choice(n_rows, n_held_out, replace=False))
 
 
 class TensorRows:
