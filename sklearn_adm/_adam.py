@@ -1,5 +1,5 @@
 """The game's optimizers: Adam with the fused kernel where the device has one, and for the
-critic an update of its largest layer inside the backward pass.
+critic an update of its largest layer by blocks, its whole gradient never formed.
 
 They hold their state as :class:`torch.optim.Optimizer` does, in the same ``state_dict``
 format, and step with :func:`torch.optim.adam.adam`, but are not ``torch.optim`` optimizers:
@@ -9,15 +9,14 @@ on the paper's example took 4.3-4.6 s with them, 3.0-3.1 s without (2-core CPU).
 """
 
 from collections import defaultdict
-from contextlib import contextmanager
 
 import torch
 from torch.optim.adam import adam
 
 __all__ = ["Adam", "CriticAdam", "GameOptimizer", "adam_kernel", "make_adam"]
 
-#: A first predictor layer larger than this is updated in the backward pass, this many bytes of
-#: it at a time (at d = 2048 features and 32 hidden units the layer holds 512 MiB).
+#: A first predictor layer larger than this is updated by blocks of this many bytes (at
+#: d = 2048 features and 32 hidden units the layer holds 512 MiB).
 _BLOCK_BYTES = 64 * 1024 * 1024
 
 
@@ -163,38 +162,30 @@ class CriticAdam(Adam):
     """Adam for an :class:`~sklearn_adm.ADMCritic` that never forms its largest gradient.
 
     The predictors' first layer holds ``d * d * h`` weights. Where it is larger than
-    ``_BLOCK_BYTES``, the backward pass run inside :meth:`updating_in_backward` does not let
-    autograd form the layer's gradient: the gradient of each block of rows (the units of some
-    predictors) is computed from the layer's input and its output's gradient, and Adam updates
-    that block at once. At ``d = 2048`` a step then holds 512 MiB less and writes no fresh
-    pages for the gradient. The update is Adam's to rounding, and the layer's moments are kept
-    where Adam keeps them, so :meth:`state_dict` and :meth:`load_state_dict` work unchanged.
+    ``_BLOCK_BYTES``, a training step (:func:`~._critic_step.critic_step`) does not form
+    the layer's gradient: it hands the layer's input and its output's gradient to
+    :meth:`update_input_layer`, which computes the gradient of each block of rows (the units
+    of some predictors) and lets Adam update that block at once. At ``d = 2048`` a step then
+    holds 512 MiB less and writes no fresh pages for the gradient. The update is Adam's to
+    rounding, and the layer's moments are kept where Adam keeps them, so :meth:`state_dict`
+    and :meth:`load_state_dict` work unchanged.
     """
 
     def __init__(self, critic, learning_rate, device):
         super().__init__(critic.parameters(), learning_rate, **adam_kernel(device))
         self.critic = critic
 
-    @contextmanager
-    def updating_in_backward(self):
-        """Within this block, a training step: its one backward pass through the critic may
-        overwrite what the forward pass saved, and updates the first predictor layer when the
-        layer is large (the other parameters get their gradients as usual)."""
+    @property
+    def updates_input_layer(self):
+        """Whether the first predictor layer is too large for a whole gradient: a training
+        step then hands :meth:`update_input_layer` the layer's input and output gradient."""
         layer = self.critic.predictor_in  # None where the layer is of low rank
-        large = layer is not None and layer.numel() * layer.element_size() > _BLOCK_BYTES
-        self.critic.backward_once = True
-        if large:
-            self.critic.input_layer_update = self._update_input_layer
-        try:
-            yield
-        finally:
-            self.critic.backward_once = False
-            self.critic.input_layer_update = None
+        return layer is not None and layer.numel() * layer.element_size() > _BLOCK_BYTES
 
     @torch.no_grad()
-    def _update_input_layer(self, inputs, grad_hidden):
-        """Called in the backward pass with the first predictor layer's input and its output's
-        gradient: Adam updates the layer's weights, a block of rows at a time."""
+    def update_input_layer(self, inputs, grad_hidden):
+        """Adam's update of the first predictor layer, a block of rows at a time, from the
+        layer's input ``(groups, s, n)`` and its output's gradient."""
         layer = self.critic.predictor_in
         state = self._parameter_state(layer)
         groups, units, size = layer.shape

@@ -15,7 +15,6 @@ product laid out ``(n, s) @ (s, s*h)`` (at ``d = 256``, ``n = 256``: 6.5-7.6 aga
 """
 
 import math
-from functools import partial
 
 import torch
 from torch import nn
@@ -83,13 +82,13 @@ class _FeatureWiseMLP(nn.Module):
             self.biases.append(_uniform((n_features, fan_out), 1 / math.sqrt(fan_in)))
         self.out_weight = _uniform((n_features, widths[-1]), 1 / math.sqrt(widths[-1]))
         self.out_bias = _uniform((n_features,), 1 / math.sqrt(widths[-1]))
-        self.workspace = _Workspace()
 
-    def forward(self, hidden, backward_once=False):
+    def forward(self, hidden):
         for weight, bias in zip(self.weights, self.biases, strict=True):
             hidden = torch.baddbmm(bias.unsqueeze(-1), weight.mT, _activation(hidden))
-        activation = self.workspace.get("activation", hidden) if backward_once else None
-        output = _ActivatedReadout.apply(hidden, self.out_weight, activation)
+        # the readout as a batched vector-matrix product: 2-3 times faster than the products
+        # summed, at (256, 32, 256) and (2048, 32, 256)
+        output = torch.bmm(self.out_weight.unsqueeze(1), _activation(hidden)).squeeze(1)
         return output.T + self.out_bias
 
 
@@ -118,64 +117,6 @@ class _Workspace:
         return _Workspace()
 
 
-class _ActivatedReadout(torch.autograd.Function):
-    """``sum_u gelu(hidden)[:, u] * weight[:, u]``, ``(d, h, n) -> (d, n)``, as a batched
-    vector-matrix product. In a training step, whose backward pass runs once, the activations
-    are written into ``activation``, a tensor of ``hidden``'s shape kept from the last step,
-    and the backward pass writes its temporaries into them. Without it (a graph differentiated
-    twice, a Jacobian) they are fresh and left intact."""
-
-    @staticmethod
-    def forward(ctx, hidden, weight, activation):
-        ctx.backward_once = activation is not None
-        if activation is None:
-            activation = _activation(hidden)
-        else:
-            torch.ops.aten.gelu.out(hidden, out=activation)
-        ctx.save_for_backward(hidden, activation, weight)
-        # 2-3 times faster than the products summed, at (256, 32, 256) and (2048, 32, 256)
-        return torch.bmm(weight.unsqueeze(1), activation).squeeze(1)
-
-    @staticmethod
-    def backward(ctx, grad):
-        hidden, activation, weight = ctx.saved_tensors
-        # rows last and contiguous: broadcast along strided rows, an element-wise product
-        # runs several times slower
-        grad, weight = grad.contiguous().unsqueeze(1), weight.unsqueeze(-1)
-        if ctx.backward_once:  # (a batched matrix-vector product was slower, 1.4 against 0.3 ms)
-            grad_weight = activation.mul_(grad).sum(dim=-1)
-            buffer = torch.mul(grad, weight, out=activation)  # the activations' gradient
-        else:
-            grad_weight = (activation * grad).sum(dim=-1)
-            buffer = grad * weight
-        grad_hidden = torch.ops.aten.gelu_backward.grad_input(buffer, hidden, grad_input=buffer)
-        return grad_hidden, grad_weight, None
-
-
-class _ScalarInputLayer(torch.autograd.Function):
-    """The probes' first layer, ``bias + z * weight`` per unit, ``(n, d) -> (d, h, n)``,
-    written into ``out`` when given: a tensor kept from the last training step, whose backward
-    pass runs once and then forms the weight's gradient in the output's gradient itself, which
-    it no longer needs, instead of in a fresh layer-sized tensor."""
-
-    @staticmethod
-    def forward(ctx, z, weight, bias, out):
-        ctx.backward_once = out is not None
-        z = z.T.contiguous().unsqueeze(1)  # (d, 1, n)
-        ctx.save_for_backward(z, weight)
-        return torch.addcmul(bias.unsqueeze(-1), z, weight.unsqueeze(-1), out=out)
-
-    @staticmethod
-    def backward(ctx, grad):
-        z, weight = ctx.saved_tensors
-        grad_z = None
-        if ctx.needs_input_grad[0]:
-            grad_z = (grad * weight.unsqueeze(-1)).sum(dim=1).T
-        grad_bias = grad.sum(dim=-1)
-        products = grad.mul_(z) if ctx.backward_once else grad * z
-        return grad_z, products.sum(dim=-1), grad_bias, None
-
-
 def _self_connections(weight, first_feature=0, width=None):
     """The view of a first predictor layer ``(groups, s*h, s)``, or of a block of a group's
     rows ``(m*h, s)`` (the units of the ``m`` predictors from ``first_feature`` on), that holds
@@ -201,22 +142,6 @@ def _full_first_layer(inputs, weight, bias, out=None):
     ``(groups, s*h, s)``, bias ``(d, h)``; returns ``(d, h, n)``."""
     hidden = torch.baddbmm(bias.view(len(weight), -1, 1), weight, inputs, out=out)
     return hidden.view(*bias.shape, -1)
-
-
-class _UpdateInBackward(torch.autograd.Function):
-    """The first predictor layer, ``weight @ inputs + bias`` ``(d, h, n)``, whose backward pass
-    hands the output's gradient to ``update`` (which updates ``weight``) and passes the bias its
-    gradient."""
-
-    @staticmethod
-    def forward(ctx, inputs, weight, bias, update, out):
-        ctx.update = update
-        return _full_first_layer(inputs, weight, bias, out)
-
-    @staticmethod
-    def backward(ctx, grad):
-        ctx.update(grad)
-        return None, None, grad.sum(dim=-1), None, None
 
 
 class ADMCritic(nn.Module):
@@ -318,13 +243,7 @@ class ADMCritic(nn.Module):
         if predictor_rank is not None and int(predictor_rank) < 1:
             raise ValueError(f"predictor_rank must be None or >= 1, got {predictor_rank!r}.")
         self.predictor_rank = None if predictor_rank is None else int(predictor_rank)
-        #: set by :class:`~sklearn_adm._adam.CriticAdam` while it updates the first predictor
-        #: layer in the backward pass: called with the layer's input and output gradient
-        self.input_layer_update = None
-        #: set by :class:`~sklearn_adm._adam.CriticAdam` during a training step, whose backward
-        #: pass runs once: the step then writes its layer-sized tensors into ``workspace``
-        #: (kept from the last step) and overwrites what it saved
-        self.backward_once = False
+        #: layer-sized tensors a training step (``_critic_step``) reuses from the last one
         self.workspace = _Workspace()
         bound = _FIRST_LAYER_GAIN / math.sqrt(max(group_size - 1, 1))
         if self.predictor_rank is None:  # drawn first: a seed gives the weights it always gave
@@ -439,34 +358,21 @@ class ADMCritic(nn.Module):
         without probes)."""
         if not self.probes:
             return z_std
-        out = None
-        if self.backward_once:
-            shape = (z_std.shape[1], self.probe_in.shape[1], len(z_std))
-            out = self.workspace.get("probe layer", z_std, shape)
-        hidden = _ScalarInputLayer.apply(z_std, self.probe_in, self.probe_in_bias, out)
-        return self.probe(hidden, self.backward_once)
+        # bias + z * weight per unit, (n, d) -> (d, h, n)
+        features = z_std.T.unsqueeze(1)
+        hidden = torch.addcmul(
+            self.probe_in_bias.unsqueeze(-1), features, self.probe_in.unsqueeze(-1)
+        )
+        return self.probe(hidden)
 
     def predictions(self, z_std):
         """Predictions ``phi_j(z_{-j})`` for standardised ``z``, shape ``(n, d)``."""
         # The first layer of all d predictors at once, one matmul per group.
         if self.predictor_rank is not None:
             hidden = self._low_rank_first_layer(z_std) + self.predictor_in_bias.unsqueeze(-1)
-            return self.predictor(hidden, self.backward_once)
-        n = len(z_std)
-        inputs = z_std.T.contiguous().view(self.n_groups, -1, n)
-        if self.input_layer_update is None or not torch.is_grad_enabled():
-            hidden = _full_first_layer(inputs, self.predictor_in, self.predictor_in_bias)
-        else:  # the weights' gradient is left to the hook; the bias's flows as usual
-            inputs = inputs.detach()
-            groups, width, _ = self.predictor_in.shape
-            hidden = _UpdateInBackward.apply(
-                inputs,
-                self.predictor_in.detach(),
-                self.predictor_in_bias,
-                partial(self.input_layer_update, inputs),
-                self.workspace.get("first layer", inputs, (groups, width, n)),
-            )
-        return self.predictor(hidden, self.backward_once)
+            return self.predictor(hidden)
+        inputs = z_std.T.contiguous().view(self.n_groups, -1, len(z_std))
+        return self.predictor(_full_first_layer(inputs, self.predictor_in, self.predictor_in_bias))
 
     def _low_rank_first_layer(self, z_std):
         """The low-rank first layer's output without its bias, ``(d, h, n)``: the shared

@@ -37,6 +37,7 @@ from tqdm.auto import tqdm
 from ._adam import CriticAdam, make_adam
 from ._allocator import training_allocations
 from ._critic import dependence_mse
+from ._critic_step import critic_step, dependence_gradient
 from ._stopping import History, ObjectivePlateau, RepresentationChange, within_noise
 from ._threads import FitThreads
 from ._warnings import warn
@@ -141,10 +142,10 @@ class GameResult:
 
 
 class CriticUpdates:
-    """Runs :func:`critic_step` on minibatches of one shape: eagerly, or on CUDA by replaying
-    one captured CUDA graph of the step (a step is hundreds of small kernels, and at the sizes
-    of a fit the GPU otherwise waits on their launches). A batch of another shape than the
-    captured one runs eagerly.
+    """Runs :func:`~._critic_step.critic_step` on minibatches of one shape: eagerly, or on
+    CUDA by replaying one captured CUDA graph of the step (a step is tens of small kernels,
+    and at the sizes of a fit the GPU otherwise waits on their launches). A batch of another
+    shape than the captured one runs eagerly.
 
     The first ``eager_steps`` updates run eagerly on a side stream, as capture needs (they
     create the optimizer's state); the next one is captured and every later one replays it on
@@ -178,19 +179,6 @@ class CriticUpdates:
                 critic_step(self.critic, self.optimizer, self.batch)
             self.graph.replay()  # capture records the step without running it
         self.done += 1
-
-
-def critic_step(critic, optimizer, z):
-    """One update of the dependence branch on detached representations (Alg. 1, inner loop);
-    ``optimizer`` is the critic's :class:`~sklearn_adm._adam.CriticAdam`."""
-    optimizer.zero_grad()
-    with optimizer.updating_in_backward():
-        # each group's mean error, summed: a group trains as it would alone, however many
-        # groups (starts) share the critic
-        loss = critic(z.detach()).view(critic.n_groups, -1).mean(dim=1).sum()
-        loss.backward()
-    optimizer.step()
-    return loss
 
 
 @torch.no_grad()
@@ -288,29 +276,31 @@ class AdversarialGame:
         optimizer = CriticAdam(self.critic, self.settings.critic_learning_rate, device)
         return CriticUpdates(self.critic, optimizer, device)
 
-    def _objective(self, autoencoder, x, alpha=None):
-        """Encoder loss of each start on ``x``, shape ``(n_init,)``, its three terms, the
-        calibration used and the representation.
-
-        With ``alpha=None`` the critic is calibrated on ``x`` (held-out rows): the honest version.
-        """
+    def _loss(self, reconstruction, critic_mse, penalty):
+        """The encoder's loss of each start from its three terms, each ``(n_init,)``."""
         s = self.settings
-        n_init = autoencoder.n_init
-        z = autoencoder.encode(x)
-        reconstruction = autoencoder.reconstruction_error(x, z)
-        if alpha is None:
-            alpha, mse = calibrate(self.critic, z)
-        else:
-            target, prediction = self.critic.target_and_prediction(z)
-            mse = dependence_mse(target, alpha * prediction)
-        critic_mse = mse.view(n_init, -1).mean(dim=1)
-        penalty = variance_hinge(z).view(n_init, -1).mean(dim=1)
-        loss = (
+        return (
             s.reconstruction_weight * reconstruction
             + s.dependence_weight * (1.0 - critic_mse)
             + s.variance_weight * penalty
         )
-        return loss, (reconstruction, critic_mse, penalty), alpha, z
+
+    def _per_start(self, per_feature, n_init):
+        """The mean of a per-feature value ``(n_init * d,)`` within each start."""
+        return per_feature.view(n_init, -1).mean(dim=1)
+
+    def _objective(self, autoencoder, x):
+        """Encoder loss of each start on the held-out rows ``x``, shape ``(n_init,)``, its
+        three terms, the critic's calibration on ``x`` and the representation."""
+        z = autoencoder.encode(x)
+        reconstruction = autoencoder.reconstruction_error(x, z)
+        alpha, mse = calibrate(self.critic, z)
+        terms = (
+            reconstruction,
+            self._per_start(mse, autoencoder.n_init),
+            self._per_start(variance_hinge(z), autoencoder.n_init),
+        )
+        return self._loss(*terms), terms, alpha, z
 
     def _decay_learning_rate(self, n_iter):
         """Robbins-Monro: late steps are driven by the critic's noise and must shrink."""
@@ -321,17 +311,31 @@ class AdversarialGame:
                 )
 
     def _encoder_step(self, X_train):
-        batch = X_train.draw(self.settings.batch_size, 1, self.generator)
-        loss, terms, _, _ = self._objective(self.autoencoder, batch, self.alpha)
-        params = [p for p in self.autoencoder.parameters() if p.requires_grad]
+        """One update of the encoder on a minibatch, against the critic as it stands (its
+        predictions shrunk by the last held-out calibration); returns each start's loss and
+        its terms. The critic's term reaches the encoder through its gradient with respect to
+        the codes, written out (:func:`~._critic_step.dependence_gradient`)."""
+        s, autoencoder = self.settings, self.autoencoder
+        n_init = autoencoder.n_init
+        batch = X_train.draw(s.batch_size, 1, self.generator)
+        z = autoencoder.encode(batch)
+        # d/dz of dependence_weight * (1 - each start's mean MSE), summed over the starts
+        weight = z.new_full((1,), -s.dependence_weight * n_init / z.shape[1])
+        mse, grad_z = dependence_gradient(self.critic, z.detach(), self.alpha, weight)
+        reconstruction = autoencoder.reconstruction_error(batch, z)
+        penalty = self._per_start(variance_hinge(z), n_init)
+        terms = (reconstruction, self._per_start(mse, n_init), penalty)
         # Restarts share no parameters: the gradient of the sum trains each on its own loss.
-        grads = torch.autograd.grad(loss.sum(), params)  # the critic's own gradients are not needed
+        surrogate = s.reconstruction_weight * reconstruction.sum() + (z * grad_z).sum()
+        surrogate = surrogate + s.variance_weight * penalty.sum()
+        params = [p for p in autoencoder.parameters() if p.requires_grad]
+        grads = torch.autograd.grad(surrogate, params)
         for p, g in zip(params, grads, strict=True):
             p.grad = g
         self.encoder_optimizer.step()
-        self.autoencoder.after_update()
-        self.average.update_parameters(self.autoencoder)
-        return loss, terms
+        autoencoder.after_update()
+        self.average.update_parameters(autoencoder)
+        return self._loss(*terms).detach(), [term.detach() for term in terms]
 
     @torch.no_grad()
     def _evaluate(self, X_val):

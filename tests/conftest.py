@@ -4,7 +4,7 @@ import torch
 
 from sklearn_adm import ADMCritic
 from sklearn_adm._adam import CriticAdam
-from sklearn_adm._game import critic_step
+from sklearn_adm._critic_step import critic_step
 
 
 def train_critic(z, *, steps=400, batch_size=512, seed=0, **critic_params):

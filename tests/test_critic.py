@@ -235,7 +235,8 @@ def test_graph_replayed_critic_steps_train_as_eager_steps():
     """On CUDA the critic's steps are captured once and replayed: the same updates as eager
     steps on the same minibatches."""
     from sklearn_adm._adam import CriticAdam
-    from sklearn_adm._game import CriticUpdates, critic_step
+    from sklearn_adm._critic_step import critic_step
+    from sklearn_adm._game import CriticUpdates
 
     device = torch.device("cuda")
     batches = torch.randn(8, 128, 6, generator=torch.Generator().manual_seed(0)).to(device)
@@ -256,13 +257,14 @@ def test_graph_replayed_critic_steps_train_as_eager_steps():
 @pytest.mark.parametrize("n_groups", [1, 2])
 @pytest.mark.parametrize("blocked", [True, False])
 def test_training_step_updates_as_adam_updates(monkeypatch, n_groups, blocked):
-    """A training step's backward pass runs once, so it overwrites the activations it saved;
-    and a first layer above the block size never gets a full gradient: CriticAdam updates it
-    block by block in the backward pass. Every parameter moves as plain Adam moves it, the
-    self-connections stay zero, and the layer's state is where Adam keeps it."""
+    """A training step's gradients are written out by hand, over the activations of its
+    forward pass; and a first layer above the block size never gets a full gradient:
+    CriticAdam updates it block by block. Every parameter moves as plain Adam moves it after
+    autograd's backward pass, the self-connections stay zero, and the layer's state is where
+    Adam keeps it."""
     from sklearn_adm import _adam
     from sklearn_adm._critic import _self_connections
-    from sklearn_adm._game import critic_step
+    from sklearn_adm._critic_step import critic_step
 
     if blocked:  # blocks of the units of 3 predictors, 2 per group
         monkeypatch.setattr(_adam, "_BLOCK_BYTES", 3 * 6 * 8 * 8)
@@ -277,7 +279,6 @@ def test_training_step_updates_as_adam_updates(monkeypatch, n_groups, blocked):
             if in_step:
                 critic_step(critic, optimizer, batch)
                 assert (critic.predictor_in.grad is None) == blocked
-                assert not critic.backward_once
             else:
                 optimizer.zero_grad()
                 critic(batch).view(n_groups, -1).mean(dim=1).sum().backward()
@@ -286,15 +287,57 @@ def test_training_step_updates_as_adam_updates(monkeypatch, n_groups, blocked):
         optimizers.append(optimizer)
     assert torch.count_nonzero(_self_connections(critics[1].predictor_in)) == 0
     # the tensors a step reuses stay out of copies and pickles
-    assert critics[1].predictor.workspace.tensors
+    assert critics[1].workspace.tensors
     for copy in (pickle.loads(pickle.dumps(critics[1])), copy_module.deepcopy(critics[1])):
-        assert not copy.workspace.tensors and not copy.predictor.workspace.tensors
+        assert not copy.workspace.tensors
         torch.testing.assert_close(copy(batches[0]), critics[1](batches[0]))
     for plain, stepped in zip(*(c.parameters() for c in critics), strict=True):
         torch.testing.assert_close(stepped, plain, rtol=1e-7, atol=1e-9)
     states = [o.state[c.predictor_in] for o, c in zip(optimizers, critics, strict=True)]
     assert float(states[1]["step"]) == float(states[0]["step"]) == len(batches)
     torch.testing.assert_close(states[1]["exp_avg_sq"], states[0]["exp_avg_sq"])
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [
+        {},
+        {"n_groups": 3},
+        {"probes": False},
+        {"critic_hidden": (8, 4), "probe_hidden": (6, 3)},
+        {"predictor_rank": 3, "n_groups": 2},
+    ],
+)
+def test_written_out_gradients_are_autograds(layout):
+    """The game's two derivatives, written out (``_critic_step``), equal autograd's: the
+    training loss's with respect to every parameter, and a weighted sum of shrunk errors'
+    with respect to the representations."""
+    from sklearn_adm._adam import CriticAdam
+    from sklearn_adm._critic import dependence_mse
+    from sklearn_adm._critic_step import _CriticPass, dependence_gradient
+
+    torch.manual_seed(0)
+    critic = ADMCritic(6, **layout).double()
+    z = torch.randn(64, 6, dtype=torch.float64) ** 3
+    twin = copy_module.deepcopy(critic)
+    twin(z).view(twin.n_groups, -1).mean(dim=1).sum().backward()
+    with torch.no_grad():
+        forward = _CriticPass(critic, z, workspace=critic.workspace)
+        weights = z.new_full((1,), critic.n_groups / 6)
+        pairs = forward.parameter_gradients(weights, CriticAdam(critic, 0.01, z.device))
+    names = {id(p): name for name, p in critic.named_parameters()}
+    reference = dict(twin.named_parameters())
+    assert sorted(names[id(p)] for p, _ in pairs) == sorted(reference)
+    for parameter, gradient in pairs:
+        torch.testing.assert_close(gradient, reference[names[id(parameter)]].grad)
+
+    alpha, weights = torch.rand(6, dtype=torch.float64), torch.randn(6, dtype=torch.float64)
+    leaf = z.clone().requires_grad_()
+    target, prediction = twin.target_and_prediction(leaf)
+    total = (weights * dependence_mse(target, alpha * prediction)).sum()
+    errors, gradient = dependence_gradient(critic, z, alpha, weights)
+    torch.testing.assert_close((weights * errors).sum(), total.detach())
+    torch.testing.assert_close(gradient, torch.autograd.grad(total, leaf)[0])
 
 
 @pytest.mark.parametrize("n_groups", [1, 2])
@@ -339,11 +382,12 @@ def test_bad_rank_is_rejected():
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_graph_replays_the_update_in_the_backward_pass(monkeypatch):
-    """A first layer updated block by block in the backward pass is captured and replayed on
-    CUDA as eager steps run it."""
+def test_graph_replays_the_update_by_blocks(monkeypatch):
+    """A first layer updated block by block is captured and replayed on CUDA as eager steps
+    run it."""
     from sklearn_adm import _adam
-    from sklearn_adm._game import CriticUpdates, critic_step
+    from sklearn_adm._critic_step import critic_step
+    from sklearn_adm._game import CriticUpdates
 
     monkeypatch.setattr(_adam, "_BLOCK_BYTES", 3 * 6 * 32 * 4)
     device = torch.device("cuda")
