@@ -11,6 +11,7 @@ from ._rotation import (
     negentropy,
     negentropy_rotation,
     negentropy_step,
+    orthonormalise,
     polar,
     retract,
 )
@@ -173,7 +174,7 @@ class _SubspaceAutoencoders(Autoencoders):
 
     def after_update(self):
         with torch.no_grad():
-            self.frame.copy_(polar(self.frame))
+            self.frame.copy_(orthonormalise(self.frame))
             self.preconditioner = self._preconditioner(self.frame)
             if self.rotate:
                 rows = self.rotation_rows[:_GAME_ROTATION_ROWS]
