@@ -176,10 +176,9 @@ class ADMCritic(nn.Module):
         copies). An int ``r``: every predictor reads the same ``r`` learned projections of the
         features, less its own feature's part, so it still sees exactly the other features
         and its first layer has rank at most ``r``: ``d * r * (h + 1)`` weights. This changes
-        the model: measured on 6,000 rows with a few dependent pairs among independent
-        columns, ``r = 32`` detected what the full layer detected at ``d = 64`` and ``256``
-        (``r = 8`` missed ``x`` from ``x**2`` at 256), and at ``d = 2048`` a training step was
-        4x faster (see :doc:`/benchmarks`).
+        the model: a rank too low misses dependence the full layer detects (what ``r = 8`` and
+        ``r = 32`` detect at 64 to 2,048 features, and what they cost, is in
+        :doc:`/benchmarks`).
 
     Notes
     -----
@@ -202,11 +201,10 @@ class ADMCritic(nn.Module):
     :class:`~sklearn_adm.ADMRegularizer` and of the estimators keeps, are read as they are;
     rescale smaller ones before the critic sees them.
 
-    Building a critic sets glibc's malloc thresholds (on Linux) to the highest values
-    glibc's own adjustment reaches, once per process and unless ``MALLOC_TRIM_THRESHOLD_``
-    or ``MALLOC_MMAP_THRESHOLD_`` is set: a training step then reuses the memory the last one
-    freed instead of faulting in fresh pages (at 256 features, in a plain Adam loop on a
-    2-core CPU, 33.0-35.0 ms a step against 46.7-52.2 ms).
+    A critic changes nothing in the process it runs in. The estimators' fits keep the freed
+    memory of one training step for the next while they run; a training loop of your own
+    can set ``MALLOC_TRIM_THRESHOLD_`` and ``MALLOC_MMAP_THRESHOLD_`` for the same effect
+    (the user guide's "ADM in your own PyTorch model").
 
     Examples
     --------

@@ -14,6 +14,13 @@ from sklearn.utils.validation import _num_samples, check_array
 
 from ._base import split_rows
 from ._chunked import ChunkedArray, check_chunk_sizes, is_chunked, read_rows
+from ._conditional import (
+    centred_within,
+    cross_fitted_residuals,
+    group_permutations,
+    linear_within,
+    local_groups,
+)
 from ._critic import ADMCritic, _standardize
 from ._device import resolve_device
 from ._game import calibrate, calibrated_fit, train_critic
@@ -316,7 +323,7 @@ class DependenceScorer(BaseEstimator):
         result[first, second] = result[second, first] = dependence.mean(axis=1)
         return result
 
-    def test(self, X, Y=None, n_permutations=200):
+    def test(self, X, Y=None, n_permutations=200, *, Z=None):
         """Permutation test of independence, with the estimator's floor.
 
         ``test(Z)`` tests the columns of ``Z``: each permutation shuffles every column
@@ -333,6 +340,17 @@ class DependenceScorer(BaseEstimator):
         (as ``hyppo`` and ``dcor`` test two samples): each permutation shuffles the rows of
         ``Y`` against those of ``X``, which keeps the dependence inside each matrix. It
         returns one statistic and one p-value.
+
+        ``test(X, Y, Z=Z)`` tests whether ``X`` is independent of ``Y`` given ``Z``, the
+        question of causal discovery (PC and FCI ask it of every pair and set). Each column of
+        ``X`` and of ``Y`` is predicted from ``Z`` by gradient-boosted trees, each row by
+        trees fitted on the other half of the rows, and the residuals are tested as two
+        samples, each permutation shuffling ``Y``'s rows only among rows whose ``Z`` is nearly
+        equal (groups of about 8 rows, cut along one column of ``Z`` or clustered on
+        several). The level is exact where ``Z`` takes few values (each group's rows share
+        one) and approximate for a continuous ``Z``, nearer the more rows; the user guide's
+        "Which test when" gives the type I errors measured. Its cost is linear in the rows
+        with ``"adm"`` (the trees and the critic) and quadratic with ``"dcor"``.
 
         With ``metric="adm"`` the critic is trained once, on half the rows (2,000 updates;
         ``critic_params`` changes both), and the statistic and every permutation are computed on
@@ -361,6 +379,9 @@ class DependenceScorer(BaseEstimator):
             The second sample, row ``i`` paired with row ``i`` of ``X``.
         n_permutations : int, default=200
             Number of permutations; the smallest p-value is ``1 / (n_permutations + 1)``.
+        Z : array-like of shape (n_samples, n_features_z) or None, default=None
+            The conditioning set, row ``i`` paired with row ``i`` of ``X`` and ``Y``; needs
+            ``Y``.
 
         Returns
         -------
@@ -394,6 +415,10 @@ class DependenceScorer(BaseEstimator):
             )
         if not isinstance(n_permutations, Integral) or n_permutations < 1:
             raise ValueError(f"n_permutations must be a positive integer, got {n_permutations!r}.")
+        if Z is not None and Y is None:
+            raise ValueError(
+                "A conditional test needs Y: test(X, Y, Z=Z) tests X against Y given Z."
+            )
         if Y is None:
             names = _column_names(X)
             statistic, p_values, floor = self._test_columns(X, n_permutations)
@@ -403,13 +428,13 @@ class DependenceScorer(BaseEstimator):
                 _labelled(floor, names, "null_mean"),
                 n_permutations,
             )
-        statistic, p_value, null_mean = self._test_samples(X, Y, n_permutations)
+        statistic, p_value, null_mean = self._test_samples(X, Y, n_permutations, Z)
         return DependenceTestResult(statistic, p_value, null_mean, n_permutations, True)
 
     def _test_columns(self, Z, n_permutations):
         Z, rng, device = self._prepare(Z, stream=self.metric == "adm")
         if self.metric == "adm":
-            critic, _, held_out = self._trained_critic(Z, rng, device, groups=None, exact=True)
+            critic, _, held_out, _ = self._trained_critic(Z, rng, device, None, exact=True)
 
             def shuffle_columns(z, copies):
                 index = np.argsort(rng.random_sample((copies, *z.shape)), axis=1)
@@ -427,47 +452,60 @@ class DependenceScorer(BaseEstimator):
         )
         return observed, _p_values(observed, permuted), permuted.mean(axis=0)
 
-    def _test_samples(self, X, Y, n_permutations):
-        check_chunk_sizes(X)
-        check_chunk_sizes(Y)
-        if _num_samples(X) != _num_samples(Y):
+    def _test_samples(self, X, Y, n_permutations, Z=None):
+        samples = [X, Y] if Z is None else [X, Y, Z]
+        for A in samples:
+            check_chunk_sizes(A)
+        if len({_num_samples(A) for A in samples}) > 1:
+            names = "X and Y" if Z is None else "X, Y and Z"
             raise ValueError(
-                "X and Y must have the same number of rows, got "
-                f"{_num_samples(X)} and {_num_samples(Y)}."
+                f"{names} must have the same number of rows, got "
+                f"{', '.join(str(_num_samples(A)) for A in samples)}."
             )
         rng = check_random_state(self.random_state)
         rows = self._draw_rows(_num_samples(X), rng)
-        X, Y = (self._sampled(A, rows, ensure_2d=False) for A in (X, Y))
-        X = check_array(X, dtype=np.float64, ensure_min_samples=2, ensure_2d=False)
-        Y = check_array(Y, dtype=np.float64, ensure_min_samples=2, ensure_2d=False)
-        X, Y = (A.reshape(len(A), -1) for A in (X, Y))
+        samples = [self._sampled(A, rows, ensure_2d=False) for A in samples]
+        samples = [
+            check_array(A, dtype=np.float64, ensure_min_samples=2, ensure_2d=False) for A in samples
+        ]
+        X, Y, *Z = (A.reshape(len(A), -1) for A in samples)
+        groups = None
+        if Z:  # residuals given Z, permuted within groups of nearly equal Z
+            folds = rng.permutation(len(X)) % 2
+            seed = int(rng.randint(np.iinfo(np.int32).max))
+            groups = local_groups(Z[0], folds, seed)
+            X, Y = (cross_fitted_residuals(A, Z[0], folds, seed) for A in (X, Y))
+            X, Y = linear_within(X, Z[0], groups), centred_within(Y, groups)
         XY, rng, device = self._prepare(np.hstack([X, Y]), rng)  # every statistic is invariant
         X, Y = XY[:, : X.shape[1]], XY[:, X.shape[1] :]  # to the scale of X and of Y
         if self.metric in ("dcor", "dcor_sq"):
             import dcor  # the reference implementation; seconds to import (numba), so only here
 
-            result = dcor.independence.distance_covariance_test(
-                X, Y, num_resamples=n_permutations, random_state=rng
-            )
             statistic = dcor.distance_correlation(X, Y)
             statistic = statistic**2 if self.metric == "dcor_sq" else statistic
-            return float(statistic), float(result.pvalue), None
+            if groups is None:
+                result = dcor.independence.distance_covariance_test(
+                    X, Y, num_resamples=n_permutations, random_state=rng
+                )
+                return float(statistic), float(result.pvalue), None
+            # dCor ranks the permutations as dCov does: the marginal terms do not move
+            orders = group_permutations(len(Y), groups, n_permutations, rng)
+            permuted = np.array([dcor.distance_correlation(X, Y[order]) for order in orders])
+            permuted = permuted**2 if self.metric == "dcor_sq" else permuted
+            return float(statistic), float(_p_values(statistic, permuted)), float(permuted.mean())
         if self.metric == "pearson":
             observed = _canonical_correlation(X, Y)
-            permuted = np.array(
-                [
-                    _canonical_correlation(X, Y[rng.permutation(len(Y))])
-                    for _ in range(n_permutations)
-                ]
-            )
+            orders = group_permutations(len(Y), groups, n_permutations, rng)
+            permuted = np.array([_canonical_correlation(X, Y[order]) for order in orders])
             return float(observed), float(_p_values(observed, permuted)), float(permuted.mean())
-        critic, train, held_out = self._trained_critic(XY, rng, device, groups=None, exact=True)
+        critic, train, held_out, val_rows = self._trained_critic(XY, rng, device, None, exact=True)
+        held_out_groups = None if groups is None else groups[val_rows]
         split = X.shape[1]
         orders = []  # of Y's held-out rows, one per permutation
 
         def shuffle_rows_of_y(z, copies):
-            n, q = len(z), z.shape[1] - split
-            orders.append(np.argsort(rng.random_sample((copies, n)), axis=1))
+            q = z.shape[1] - split
+            orders.append(group_permutations(len(z), held_out_groups, copies, rng))
             rows = torch.as_tensor(orders[-1][..., None]).to(z.device).expand(-1, -1, q)
             y = torch.gather(z[:, split:].expand(copies, -1, -1), 1, rows)
             return torch.cat([z[:, :split].expand(copies, -1, -1), y], dim=-1)
@@ -501,7 +539,7 @@ class DependenceScorer(BaseEstimator):
         never below the held-out R^2 of a linear regression on the same rows: the squared
         maximal correlation that the critic estimates is at least the linear one, and a
         critic trained for a few thousand steps on few rows can fall short of it."""
-        critic, train, held_out = self._trained_critic(Z, rng, device, groups)
+        critic, train, held_out, _ = self._trained_critic(Z, rng, device, groups)
         _, mse = calibrate(critic, held_out)
         dependence = np.clip(1.0 - mse.cpu().numpy().astype(np.float64), 0.0, 1.0)
         if groups is None:
@@ -509,14 +547,16 @@ class DependenceScorer(BaseEstimator):
         return dependence
 
     def _trained_critic(self, Z, rng, device, groups, exact=False):
-        """An :class:`ADMCritic` trained on part of the rows of ``Z``, those rows and the other
-        rows (tensors on ``device``). With too few rows to hold some out, the same rows serve
-        both, unless ``exact``: a test needs rows the critic never saw, and trains it longer."""
+        """An :class:`ADMCritic` trained on part of the rows of ``Z``, those rows, the other
+        rows (tensors on ``device``) and their indices (None for a streamed array). With too
+        few rows to hold some out, the same rows serve both, unless ``exact``: a test needs
+        rows the critic never saw, and trains it longer."""
         test = _TEST_CRITIC if exact else {}
         params = {**_CRITIC_DEFAULTS, **test, **(self.critic_params or {})}
         seed = int(rng.randint(np.iinfo(np.int32).max))
         if isinstance(Z, ChunkedArray):
             train, held_out = _streamed_split(Z, params["validation_fraction"], seed, device)
+            val_rows = None
         else:
             train_rows, val_rows = split_rows(len(Z), params["validation_fraction"], rng)
             if exact and len(train_rows) == len(Z):
@@ -547,7 +587,7 @@ class DependenceScorer(BaseEstimator):
         )
         if not torch.is_tensor(train):  # streamed: a sample of its rows for the linear floor
             train = train.sample(_FLOOR_ROWS)
-        return critic, train, held_out
+        return critic, train, held_out, val_rows
 
 
 def _streamed_split(source, validation_fraction, seed, device):

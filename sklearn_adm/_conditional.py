@@ -1,0 +1,111 @@
+"""What the conditional test ``DependenceScorer.test(X, Y, Z=...)`` adds to the two-sample
+test: residuals of ``X`` and ``Y`` given ``Z``, and groups of rows with nearly equal ``Z``
+within which the permutations shuffle.
+
+X is independent of Y given Z when, at every value of Z, what is left of X tells nothing of
+what is left of Y. The test (i) predicts each column of X and of Y from Z by gradient-boosted
+trees, each row by trees fitted on the other half of the rows (cross-fitting: a row's own
+noise never enters its prediction), and (ii) tests the residuals for independence with the
+two-sample test, whose permutations shuffle Y's rows only within groups of rows whose Z is
+nearly equal (a local, conditional permutation, as Berrett et al. 2020 permute). The
+residuals remove the part of the dependence that Z drives smoothly, which would otherwise
+need very small groups; the groups keep, in the null, whatever the trees left of Z's part.
+Where every group's rows share one value of Z (a discrete Z, as many rows as values), the
+permuted data have the distribution of the data under the null and the test is exact; for
+a continuous Z it is approximate, the closer the more rows (the groups get tighter).
+"""
+
+import numpy as np
+from sklearn.cluster import KMeans
+from threadpoolctl import threadpool_limits
+
+from .metrics import fit_small_trees
+
+#: rows per group of nearly equal Z: the permutations shuffle within them
+GROUP_ROWS = 8
+
+
+def cross_fitted_residuals(A, Z, folds, random_state):
+    """``A`` less its prediction from ``Z`` ``(n, q)``, each fold's rows predicted by trees
+    fitted on the other folds' rows (``folds``: a fold label per row)."""
+    residuals = np.empty_like(A)
+    for fold in np.unique(folds):
+        fit, predict = folds != fold, folds == fold
+        for column in range(A.shape[1]):
+            trees = fit_small_trees(Z[fit], A[fit, column], random_state)
+            with threadpool_limits(limits=1, user_api="openmp"):
+                prediction = trees.predict(Z[predict])
+            residuals[predict, column] = A[predict, column] - prediction
+    return residuals
+
+
+def local_groups(Z, folds, random_state):
+    """A group label per row: rows of one fold whose ``Z`` is nearly equal, about
+    ``GROUP_ROWS`` to a group (rows of one value of Z together where Z takes few values).
+    One column is cut by its order; several are clustered (k-means on standardised
+    columns)."""
+    labels = np.empty(len(Z), dtype=np.int64)
+    first = 0
+    for fold in np.unique(folds):
+        rows = np.flatnonzero(folds == fold)
+        labels[rows] = first + _groups_of(Z[rows], random_state)
+        first = labels[rows].max() + 1
+    return labels
+
+
+def _groups_of(Z, random_state):
+    values, inverse = np.unique(Z, axis=0, return_inverse=True)
+    n_groups = max(1, len(Z) // GROUP_ROWS)
+    if len(values) <= n_groups:  # discrete Z: one group per value, exact
+        return inverse.reshape(-1)
+    if Z.shape[1] == 1:
+        order = np.argsort(Z[:, 0], kind="stable")
+        labels = np.empty(len(Z), dtype=np.int64)
+        labels[order] = np.arange(len(Z)) * n_groups // len(Z)
+        return labels
+    spread = Z.std(axis=0)
+    scaled = (Z - Z.mean(axis=0)) / np.where(spread > 0, spread, 1.0)
+    with threadpool_limits(limits=1, user_api="openmp"):  # small: threads would spin-wait
+        return KMeans(n_groups, n_init=1, random_state=random_state).fit(scaled).labels_
+
+
+def centred_within(A, groups):
+    """``A`` less the mean of each column over its row's group: what is left of a smooth
+    function of Z in the residuals (nearly constant within a group) is removed, and
+    shuffling rows within groups commutes with it."""
+    _, labels, counts = np.unique(groups, return_inverse=True, return_counts=True)
+    sums = np.zeros((len(counts), A.shape[1]))
+    np.add.at(sums, labels.reshape(-1), A)
+    return A - (sums / counts[:, None])[labels.reshape(-1)]
+
+
+def linear_within(A, Z, groups):
+    """``A`` less its least-squares fit on ``[1, Z]`` within each group with more rows than
+    that fit has coefficients (the others: less their mean). Within a group the part of a
+    smooth function of Z that is left is nearly linear in Z; ``Y``'s part and ``X``'s would
+    be dependent through it, and the shuffles, which do not keep it, would count that
+    against the null. Only ``X`` is fitted so: ``Y``'s rows move."""
+    result = np.empty_like(A)
+    for group in np.unique(groups):
+        rows = np.flatnonzero(groups == group)
+        design = np.ones((len(rows), 1))
+        if len(rows) > Z.shape[1] + 1:
+            design = np.hstack([design, Z[rows] - Z[rows].mean(axis=0)])
+        coefficients = np.linalg.lstsq(design, A[rows], rcond=None)[0]
+        result[rows] = A[rows] - design @ coefficients
+    return result
+
+
+def group_permutations(n, groups, copies, rng):
+    """``(copies, n)`` orders of ``n`` rows, each shuffling rows only within their group
+    (``groups`` None: among all rows): row ``orders[c, i]`` takes the place of row ``i``."""
+    keys = rng.random_sample((copies, n))
+    if groups is None:
+        return np.argsort(keys, axis=1)
+    # sort by group, then at random within it: the k-th place of a group gets a random row
+    # of the same group
+    by_group = np.argsort(groups, kind="stable")
+    within = np.argsort(groups[by_group] + keys, axis=1)  # labels are integers: keys < 1
+    orders = np.empty_like(within)
+    np.put_along_axis(orders, np.broadcast_to(by_group, within.shape), by_group[within], axis=1)
+    return orders

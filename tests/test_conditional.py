@@ -1,0 +1,101 @@
+"""DependenceScorer.test(X, Y, Z=...): the conditional independence test."""
+
+import numpy as np
+import pytest
+
+from sklearn_adm import DependenceScorer
+from sklearn_adm._conditional import group_permutations, linear_within, local_groups
+
+
+def chain(n, rng, direct=0.0):
+    """X -> Z -> Y through nonlinear maps (X independent of Y given Z), plus ``direct`` X in Y."""
+    x = rng.uniform(-1, 1, size=n)
+    z = np.sin(3 * x) + 0.3 * rng.normal(size=n)
+    y = np.cos(2 * z) + direct * x + 0.3 * rng.normal(size=n)
+    return x[:, None], y[:, None], z[:, None]
+
+
+def test_a_chain_is_dependent_and_independent_given_its_middle():
+    """X -> Z -> Y: X and Y are dependent, and independent given Z; with an edge X -> Y
+    they stay dependent given Z."""
+    rng = np.random.default_rng(0)
+    scorer = DependenceScorer("dcor", random_state=0)
+    x, y, z = chain(600, rng)
+    assert scorer.test(x, y).pvalue < 0.01
+    assert scorer.test(x, y, Z=z).pvalue > 0.1
+    x, y, z = chain(600, rng, direct=0.4)
+    assert scorer.test(x, y, Z=z).pvalue < 0.01
+
+
+def test_the_learned_conditional_test_finds_an_edge_and_not_a_chain():
+    rng = np.random.default_rng(1)
+    scorer = DependenceScorer("adm", random_state=0, critic_params={"max_iter": 500})
+    x, y, z = chain(800, rng)
+    assert scorer.test(x, y, Z=z).pvalue > 0.1
+    x, y, z = chain(800, rng, direct=0.4)
+    result = scorer.test(x, y, Z=z)
+    assert result.pvalue < 0.01 and result.statistic > result.null_mean
+
+
+def test_level_is_exact_for_a_discrete_conditioning_set():
+    """Z with three values drives X and Y; given Z they are independent. Each group holds one
+    value of Z, so the permutations give the null's distribution: the p-values of 60 draws
+    are uniform (none below 0.01, about 5 % below 0.05), and the test without Z rejects."""
+    rng = np.random.default_rng(2)
+    scorer = DependenceScorer("pearson", random_state=0)
+    p_values, unconditional = [], []
+    for _ in range(60):
+        z = rng.integers(0, 3, size=300).astype(float)[:, None]
+        x = np.exp(z) + rng.normal(size=(300, 1))
+        y = z**2 + rng.normal(size=(300, 1))
+        p_values.append(scorer.test(x, y, n_permutations=99, Z=z).pvalue)
+        unconditional.append(scorer.test(x, y, n_permutations=99).pvalue)
+    p_values = np.array(p_values)
+    assert np.mean(p_values <= 0.05) <= 0.1 and np.mean(p_values <= 0.5) > 0.3
+    assert max(unconditional) <= 0.01
+
+
+def test_permutations_move_rows_within_their_group_only():
+    rng = np.random.RandomState(0)
+    groups = np.array([2, 0, 2, 1, 0, 2, 1, 2])
+    orders = group_permutations(len(groups), groups, 50, rng)
+    assert all(sorted(order) == list(range(8)) for order in orders)
+    assert (groups[orders] == groups).all()
+    assert len({tuple(order) for order in orders}) > 10  # they do shuffle
+
+
+def test_groups_hold_nearby_rows_of_one_fold():
+    rng = np.random.default_rng(0)
+    z = rng.uniform(size=(400, 1))
+    folds = np.arange(400) % 2
+    groups = local_groups(z, folds, 0)
+    for group in np.unique(groups):
+        rows = groups == group
+        assert len(np.unique(folds[rows])) == 1
+        assert 6 <= rows.sum() <= 10 and np.ptp(z[rows]) < 0.15
+    # a discrete Z: one group per value and fold
+    z = rng.integers(0, 4, size=(400, 1)).astype(float)
+    groups = local_groups(z, folds, 0)
+    assert len(np.unique(groups)) == 8
+    assert all(len(np.unique(z[groups == g])) == 1 for g in np.unique(groups))
+
+
+def test_within_group_linear_fit_removes_a_local_slope():
+    rng = np.random.default_rng(0)
+    z = rng.uniform(size=(40, 1))
+    groups = np.arange(40) // 8
+    residuals = linear_within(3 * z + groups[:, None], z, groups)
+    np.testing.assert_allclose(residuals, 0, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda s, a: s.test(a, Z=a), "needs Y"),
+        (lambda s, a: s.test(a, a, Z=a[:50]), "X, Y and Z must have the same number of rows"),
+    ],
+)
+def test_bad_conditional_calls_are_rejected(call, message):
+    a = np.random.default_rng(0).normal(size=(60, 1))
+    with pytest.raises(ValueError, match=message):
+        call(DependenceScorer("dcor"), a)
