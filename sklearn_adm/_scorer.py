@@ -133,9 +133,8 @@ class DependenceScorer(BaseEstimator):
           Use it to check that a representation trained against the ADM critic did not only
           fool that critic. Pairwise, each column of a pair is predicted from the other.
           Repeated rows are atoms of the sample: a held-out copy of a training row is
-          predicted exactly, whatever the representation, so they read as dependence (on
-          standard-library docstring embeddings where 23 % of the rows had a twin,
-          FastICA's components read 0.39 with the repeats, 0.21 without). Drop them first
+          predicted exactly, whatever the representation, so they read as dependence (how
+          much, on real embeddings: the design notes, :doc:`/guide`). Drop them first
           (``np.unique(Z, axis=0)``) when they are copies of one item.
     max_samples : int or None, default=5000
         Rows used at most, drawn without replacement; None uses all rows. Distance
