@@ -14,12 +14,14 @@ from sklearn.base import (
 )
 from sklearn.decomposition import PCA
 from sklearn.decomposition._pca import _infer_dimension
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ._chunked import ChunkedArray, Moments, check_chunked, is_chunked
 from ._scaling import fit_scaling, row_blocks, scaling_from_moments
+from ._warnings import warn
 
 #: below this many held-out rows, the held-out estimate is too noisy: all rows serve both roles
 _MIN_VALIDATION_ROWS = 10
@@ -129,6 +131,25 @@ class _Stream:
 
 def _widths_constraint():
     return [Interval(Integral, 1, None, closed="left"), tuple]
+
+
+def warn_game_outcome(result, desc, max_iter):
+    """Warn (scikit-learn's ConvergenceWarning) where a game diverged, or ran to ``max_iter``
+    (None: not asked) before its stopping rule was met; ``result`` has ``diverged``,
+    ``converged`` and ``n_iter``."""
+    if result.diverged:
+        warn(
+            f"{desc}: training diverged at iteration {result.n_iter} (the loss is not finite); "
+            "the model was restored to its last good state. Lower learning_rate or "
+            "critic_learning_rate, or check the input for extreme values.",
+            ConvergenceWarning,
+        )
+    elif max_iter is not None and not result.converged and result.n_iter == max_iter:
+        warn(
+            f"{desc}: max_iter={max_iter} reached before the representation stopped "
+            "changing; consider increasing max_iter.",
+            ConvergenceWarning,
+        )
 
 
 def split_rows(n_samples, validation_fraction, rng):
@@ -362,6 +383,7 @@ class BaseADMTransformer(
                             on_evaluation=threads.rebalance,
                         )
 
+            warn_game_outcome(result, type(self).__name__, settings.max_iter)
             self.n_iter_ = result.n_iter
             self.history_ = result.history
             self._store_fitted(autoencoder.cpu(), result.best_init, X, data.mean, data.scale)
@@ -408,6 +430,7 @@ class BaseADMTransformer(
                         game.autoencoder.absorb(batch.X)
                     for _ in range(-(-len(batch) // settings.batch_size)):
                         if not game.step(batch, stream.val, threads.rebalance):
+                            warn_game_outcome(game, type(self).__name__, None)
                             break
                     stream.generator_state = game.generator.get_state()
                     autoencoder, leader = game.snapshot()

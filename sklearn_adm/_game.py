@@ -29,7 +29,6 @@ import copy
 from dataclasses import dataclass
 
 import torch
-from sklearn.exceptions import ConvergenceWarning
 from torch import nn
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm.auto import tqdm
@@ -139,6 +138,8 @@ class GameResult:
     n_iter: int
     converged: bool
     best_init: int
+    #: whether an update's loss was not finite (the model of the last evaluation is kept)
+    diverged: bool = False
 
 
 class CriticUpdates:
@@ -400,7 +401,8 @@ class AdversarialGame:
         stopping rule says the game has converged or ``max_iter`` is reached; with
         ``stop_when_independent`` the held-out critic's test may stop it before the first
         update. Returns a :class:`GameResult` whose ``best_init`` names the leading start and
-        whose history describes it.
+        whose history describes it; the estimator reports a game that diverged or ran to
+        ``max_iter`` (:func:`~._base.warn_game_outcome`).
         """
         s = self.settings
         self.open(X_train, X_val, desc)
@@ -427,15 +429,8 @@ class AdversarialGame:
             progress.close()
         self.autoencoder.load_state_dict(self.average.module.state_dict())
         self.autoencoder.finish()
-        if not self.converged and self.n_iter == s.max_iter:
-            warn(
-                f"{desc}: max_iter={s.max_iter} reached before the representation stopped "
-                "changing; consider increasing max_iter.",
-                ConvergenceWarning,
-            )
-        return GameResult(
-            self.history.entries(self.leader), self.n_iter, self.converged, self.leader
-        )
+        history = self.history.entries(self.leader)
+        return GameResult(history, self.n_iter, self.converged, self.leader, self.diverged)
 
     def open(self, X_train, X_val, desc="ADM"):
         """Warm the critic up on the starts as they are; with ``stop_when_independent``,
@@ -443,7 +438,7 @@ class AdversarialGame:
         s = self.settings
         self.history, self.stopping = History(), self._stopping_rule()
         self.n_iter, self.leader, self.criteria, self.val_terms = 0, 0, [], None
-        self.converged, self.desc = False, desc
+        self.converged, self.diverged = False, False
         self._train_critic(X_train, s.warmup_steps)
         if s.stop_when_independent:
             objective, val_terms, _, criterion = self._evaluate(X_val)
@@ -460,13 +455,13 @@ class AdversarialGame:
         evaluation (:meth:`_evaluation`), which ranks the starts and feeds the stopping rule
         (:meth:`_stopping_rule`; with ``stop_when_independent`` also the test of
         :func:`~._stopping.within_noise`). Returns False, with the averaged encoder of the
-        last evaluation restored and a warning, where the update diverged."""
+        last evaluation restored and ``diverged`` set, where the update diverged."""
         s = self.settings
         self.n_iter += 1
         values = self._update(X_train, self.n_iter)
         if not torch.isfinite(values).all():
             self.average.module.load_state_dict(self.last_good)
-            _warn_diverged(self.n_iter, self.desc)
+            self.diverged = True
             return False
         self.history.update(self.n_iter, values)
         if self.n_iter % s.eval_every and self.n_iter != s.max_iter:
@@ -552,12 +547,3 @@ def _cut_state(state_dict, index):
         for key, param_state in state_dict["state"].items()
     }
     return {**state_dict, "state": state}
-
-
-def _warn_diverged(n_iter, desc):
-    warn(
-        f"{desc}: training diverged at iteration {n_iter} (the loss is not finite); the model "
-        "was restored to its last good state. Lower learning_rate or critic_learning_rate, or "
-        "check the input for extreme values.",
-        ConvergenceWarning,
-    )
