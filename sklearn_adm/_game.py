@@ -327,8 +327,8 @@ class AdversarialGame:
         penalty = self._per_start(variance_hinge(z), n_init)
         terms = (reconstruction, self._per_start(mse, n_init), penalty)
         # Restarts share no parameters: the gradient of the sum trains each on its own loss.
-        surrogate = s.reconstruction_weight * reconstruction.sum() + (z * grad_z).sum()
-        surrogate = surrogate + s.variance_weight * penalty.sum()
+        loss = self._loss(*terms)  # the critic's MSE is a constant here: its term's gradient
+        surrogate = loss.sum() + (z * grad_z).sum()  # reaches z through grad_z
         params = [p for p in autoencoder.parameters() if p.requires_grad]
         grads = torch.autograd.grad(surrogate, params)
         for p, g in zip(params, grads, strict=True):
@@ -336,7 +336,7 @@ class AdversarialGame:
         self.encoder_optimizer.step()
         autoencoder.after_update()
         self.average.update_parameters(autoencoder)
-        return self._loss(*terms).detach(), [term.detach() for term in terms]
+        return loss.detach(), [term.detach() for term in terms]
 
     @torch.no_grad()
     def _evaluate(self, X_val):
