@@ -11,7 +11,7 @@ Three variables tell two structures apart that plain correlations cannot:
   (knowing the common effect links its causes).
 
 :meth:`DependenceScorer.test(X, Y, Z=Z) <sklearn_adm.DependenceScorer.test>` tests X against
-Y given Z: it predicts X and Y from Z with gradient-boosted trees (each row from trees fitted
+Y given Z: it predicts X and Y from Z with a kernel ridge regression (each row from one fitted
 on the other half of the rows), and tests what is left, shuffling Y's rows only among rows
 of nearly equal Z. Here the relations are nonlinear, as a partial correlation (linear
 regressions on Z) would need them not to be.

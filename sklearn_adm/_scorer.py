@@ -342,14 +342,15 @@ class DependenceScorer(BaseEstimator):
 
         ``test(X, Y, Z=Z)`` tests whether ``X`` is independent of ``Y`` given ``Z``, the
         question of causal discovery (PC and FCI ask it of every pair and set). Each column of
-        ``X`` and of ``Y`` is predicted from ``Z`` by gradient-boosted trees, each row by
-        trees fitted on the other half of the rows, and the residuals are tested as two
+        ``X`` and of ``Y`` is predicted from ``Z`` by a kernel ridge regression (Gaussian
+        kernel, its width and penalty chosen per column by leave-one-out error), each row by
+        a regression fitted on the other half of the rows, and the residuals are tested as two
         samples, each permutation shuffling ``Y``'s rows only among rows whose ``Z`` is nearly
         equal (groups of about 8 rows, cut along one column of ``Z`` or clustered on
         several). The level is exact where ``Z`` takes few values (each group's rows share
         one) and approximate for a continuous ``Z``, nearer the more rows; the user guide's
         "Which test when" gives the type I errors measured. Its cost is linear in the rows
-        with ``"adm"`` (the trees and the critic) and quadratic with ``"dcor"``.
+        with ``"adm"`` (the regressions and the critic) and quadratic with ``"dcor"``.
 
         With ``metric="adm"`` the critic is trained once, on half the rows (2,000 updates;
         ``critic_params`` changes both), and the statistic and every permutation are computed on
@@ -473,7 +474,8 @@ class DependenceScorer(BaseEstimator):
             folds = rng.permutation(len(X)) % 2
             seed = int(rng.randint(np.iinfo(np.int32).max))
             groups = local_groups(Z[0], folds, seed)
-            X, Y = (cross_fitted_residuals(A, Z[0], folds, seed) for A in (X, Y))
+            residuals = cross_fitted_residuals(np.hstack([X, Y]), Z[0], folds, seed)
+            X, Y = residuals[:, : X.shape[1]], residuals[:, X.shape[1] :]
             X, Y = linear_within(X, Z[0], groups), centred_within(Y, groups)
         XY, rng, device = self._prepare(np.hstack([X, Y]), rng)  # every statistic is invariant
         X, Y = XY[:, : X.shape[1]], XY[:, X.shape[1] :]  # to the scale of X and of Y

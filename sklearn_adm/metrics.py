@@ -266,17 +266,17 @@ def gradient_boosting_dependence(Z, *, validation_fraction=0.3, random_state=Non
             spread = target[held_out].var()
             if spread <= 0 or np.ptp(target[train]) == 0:
                 continue
-            model = fit_small_trees(others[train], target[train], seed)
+            model = _fit_small_trees(others[train], target[train], seed)
             with threadpool_limits(limits=1, user_api="openmp"):
                 error = np.mean((target[held_out] - model.predict(others[held_out])) ** 2)
             result[j, k] = np.clip(1.0 - error / spread, 0.0, 1.0)
     return result
 
 
-def fit_small_trees(X, y, random_state):
+def _fit_small_trees(X, y, random_state):
     """scikit-learn's gradient-boosted trees fitted on one OpenMP thread: the models here are
     small, and beside torch's thread pool or another busy process more threads spin-wait
-    (4-7x slower on 2 cores for the judge; 0.3 against 6 s for a conditional test)."""
+    (4-7x slower on 2 cores for the judge)."""
     from sklearn.ensemble import HistGradientBoostingRegressor
     from threadpoolctl import threadpool_limits
 

@@ -4,7 +4,13 @@ import numpy as np
 import pytest
 
 from sklearn_adm import DependenceScorer
-from sklearn_adm._conditional import group_permutations, linear_within, local_groups
+from sklearn_adm._conditional import (
+    _ridge_loo,
+    group_permutations,
+    linear_within,
+    local_groups,
+    smooth_regression,
+)
 
 
 def chain(n, rng, direct=0.0):
@@ -86,6 +92,38 @@ def test_within_group_linear_fit_removes_a_local_slope():
     groups = np.arange(40) // 8
     residuals = linear_within(3 * z + groups[:, None], z, groups)
     np.testing.assert_allclose(residuals, 0, atol=1e-12)
+
+
+def test_leave_one_out_errors_are_those_of_refits():
+    from sklearn.linear_model import Ridge
+
+    rng = np.random.default_rng(0)
+    features, targets = rng.normal(size=(40, 6)), rng.normal(size=(40, 2))
+    coefficients, errors = _ridge_loo(
+        features - features.mean(axis=0), targets - targets.mean(axis=0), np.array([3.0])
+    )
+    left_out = [
+        Ridge(alpha=3.0)
+        .fit(np.delete(features, i, 0), np.delete(targets, i, 0))
+        .predict(features[i : i + 1])[0]
+        - targets[i]
+        for i in range(40)
+    ]
+    np.testing.assert_allclose(errors, np.mean(np.square(left_out), axis=0))
+    np.testing.assert_allclose(coefficients.T, Ridge(alpha=3.0).fit(features, targets).coef_)
+
+
+def test_regression_on_z_recovers_smooth_functions_of_two_columns():
+    # at 250 rows, noise 0.3: gradient-boosted trees miss these by 0.13 (root mean square)
+    rng = np.random.default_rng(0)
+
+    def truth(z):
+        return np.c_[np.tanh(z.sum(axis=1)), z[:, 0] * z[:, 1]]
+
+    z, z_new = rng.uniform(-1, 1, size=(250, 2)), rng.uniform(-1, 1, size=(1000, 2))
+    predict = smooth_regression(z, truth(z) + 0.3 * rng.normal(size=(250, 2)), 0)
+    error = np.sqrt(np.mean((predict(z_new) - truth(z_new)) ** 2, axis=0))
+    assert np.all(error < 0.07)
 
 
 @pytest.mark.parametrize(
