@@ -5,14 +5,15 @@ within which the permutations shuffle.
 X is independent of Y given Z when, at every value of Z, what is left of X tells nothing of
 what is left of Y. The test (i) predicts each column of X and of Y from Z by a kernel ridge
 regression, each row by a regression fitted on the other half of the rows (cross-fitting: a
-row's own noise never enters its prediction), and (ii) tests the residuals for independence with the
-two-sample test, whose permutations shuffle Y's rows only within groups of rows whose Z is
-nearly equal (a local, conditional permutation, as Berrett et al. 2020 permute). The
-residuals remove the part of the dependence that Z drives smoothly, which would otherwise
-need very small groups; the groups keep, in the null, whatever the regressions left of Z's part.
-Where every group's rows share one value of Z (a discrete Z, as many rows as values), the
-permuted data have the distribution of the data under the null and the test is exact; for
-a continuous Z it is approximate, the closer the more rows (the groups get tighter).
+row's own noise never enters its prediction), and (ii) tests the residuals for independence
+with the two-sample test, whose permutations shuffle Y's rows only within groups of rows
+whose Z is nearly equal (a local, conditional permutation, as Berrett et al. 2020 permute).
+The residuals remove the part of the dependence that Z drives smoothly, which would
+otherwise need very small groups; the groups keep, in the null, whatever the regressions
+left of Z's part. Where every group's rows share one value of Z (a discrete Z, as many rows
+as values), the permuted data have the distribution of the data under the null and the test
+is exact; for a continuous Z it is approximate, the closer the more rows (the groups get
+tighter).
 """
 
 import numpy as np
@@ -48,8 +49,8 @@ def smooth_regression(Z, A, random_state):
     bandwidth and penalty chosen per column by the leave-one-out error, in closed form from
     one eigendecomposition per bandwidth. At 500 rows with two columns of Z,
     gradient-boosted trees left enough of a smooth function of Z in X's and Y's residuals
-    for the test to reject 0.10-0.13 of true nulls; this leaves 0.06
-    (``benchmarks/bench_conditional.py``)."""
+    for the test to reject 0.10-0.13 of true nulls; this leaves 0.05 (200 draws,
+    ``benchmarks/bench_conditional.py``)."""
     from sklearn.kernel_approximation import Nystroem
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
@@ -97,7 +98,8 @@ def _ridge_loo(phi, A, penalties):
     for penalty in penalties:
         shrink = squares / (squares + penalty)
         residuals = A - U @ (shrink[:, None] * projections)
-        leverage = (U**2) @ shrink + 1 / len(A)
+        # a row fitted exactly (leverage 1: a fold of one row) has no leave-one-out residual
+        leverage = np.minimum((U**2) @ shrink + 1 / len(A), 1 - 1e-9)
         errors.append(np.mean((residuals / (1 - leverage)[:, None]) ** 2, axis=0))
     best = np.argmin(errors, axis=0)  # a penalty per column
     weights = singular[:, None] / (squares[:, None] + penalties[best][None, :])

@@ -126,6 +126,14 @@ def test_regression_on_z_recovers_smooth_functions_of_two_columns():
     assert np.all(error < 0.07)
 
 
+@pytest.mark.filterwarnings("error")
+def test_a_handful_of_rows_gives_a_p_value_without_warnings():
+    # a fold of one row is fitted exactly: its leave-one-out residual is not defined
+    rng = np.random.default_rng(0)
+    x, y, z = rng.normal(size=(3, 3, 1))
+    assert DependenceScorer("dcor", random_state=0).test(x, y, Z=z).pvalue == 1.0
+
+
 @pytest.mark.parametrize(
     "call, message",
     [
