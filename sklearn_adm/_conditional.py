@@ -63,8 +63,8 @@ def smooth_regression(Z, A, random_state):
         for width in BANDWIDTHS:
             gamma = 1 / (2 * width**2 * Z.shape[1])
             kernel = Nystroem(gamma=gamma, n_components=landmarks, random_state=random_state)
-            features = make_pipeline(StandardScaler(), kernel).fit(Z)
-            phi = features.transform(Z)
+            features = make_pipeline(StandardScaler(), kernel)
+            phi = features.fit_transform(Z)
             phi_mean = phi.mean(axis=0)
             fits.append((features, phi_mean, *_ridge_loo(phi - phi_mean, A - centre, penalties)))
     best = np.argmin([fit[3] for fit in fits], axis=0)  # a bandwidth per column
