@@ -18,6 +18,7 @@ tighter).
 
 import numpy as np
 from sklearn.cluster import KMeans
+from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
 #: rows per group of nearly equal Z: the permutations shuffle within them
@@ -53,7 +54,6 @@ def smooth_regression(Z, A, random_state):
     ``benchmarks/bench_conditional.py``)."""
     from sklearn.kernel_approximation import Nystroem
     from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
 
     n, landmarks = len(Z), min(len(Z), LANDMARKS)
     penalties = PENALTIES * n
@@ -131,8 +131,7 @@ def _groups_of(Z, random_state):
         labels = np.empty(len(Z), dtype=np.int64)
         labels[order] = np.arange(len(Z)) * n_groups // len(Z)
         return labels
-    spread = Z.std(axis=0)
-    scaled = (Z - Z.mean(axis=0)) / np.where(spread > 0, spread, 1.0)
+    scaled = StandardScaler().fit_transform(Z)
     with threadpool_limits(limits=1, user_api="openmp"):  # small: threads would spin-wait
         return KMeans(n_groups, n_init=1, random_state=random_state).fit(scaled).labels_
 
