@@ -2,6 +2,13 @@
 
 import time
 
+# Imported before the timed fits, as the peers' modules are below: PICA's first fit in a
+# process would otherwise count torch's import (1-1.5 s more on a 2-core CPU) as fit time. And
+# before dcor, whose numba must not load its OpenMP runtime first (the design notes,
+# "Threads on a shared machine").
+import torch  # noqa: F401
+
+# isort: split
 import dcor
 import numpy as np
 from sklearn.decomposition import PCA, FastICA
