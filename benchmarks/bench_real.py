@@ -25,14 +25,14 @@ one run and judged alike:
   10,000 rows);
 * kNN: 5-fold accuracy of a 10-nearest-neighbour classifier on the labels, the mean over ten
   shuffled, stratified splits (at most 10,000 rows);
-* fit time, and whether the fit stopped at ``max_iter`` (a ConvergenceWarning).
+* fit time, and whether the fit stopped at ``max_iter`` (a ConvergenceWarning). On an
+  accelerator a short fit runs first and is timed apart: a process's first use of the device
+  (its context, its libraries' handles, the first captured graph) is not one fit's cost.
 
 With ``--held-out F`` every method is fitted on the other rows and the three judges read only
 a share ``F`` of rows that no method saw (a stratified split, the same for all): an encoder
 that made its components independent on its own training rows alone, and not on the data's
-distribution, reads more dependence there than on the rows it was fitted on. On an
-  accelerator a short fit runs first and is timed apart: a process's first use of the device
-  (its context, its libraries' handles, the first captured graph) is not one fit's cost.
+distribution, reads more dependence there than on the rows it was fitted on.
 
 ``--peers`` chooses the other methods (PCA, FastICA, Picard, and this package's ``ICA``,
 made for blind source separation). ``--nonlinear K`` adds a second table: PCA(K) and
