@@ -117,11 +117,9 @@ def warm_up(device):
     return time.perf_counter() - start
 
 
-def judge(models, X, y, X_judged=None, y_judged=None):
-    """Fit each model on ``X`` and score it on ``X_judged`` (by default ``X`` itself); one
-    row per model."""
-    if X_judged is None:
-        X_judged, y_judged = X, y
+def judge(models, X, X_judged, y_judged):
+    """Fit each model on ``X`` and score it on ``X_judged`` (``X`` itself, or rows no model
+    saw); one row per model."""
     rows = np.random.default_rng(0).permutation(len(X_judged))[:_JUDGED_ROWS]
     trees = DependenceScorer("hgb", max_samples=None, random_state=0)
     splits = RepeatedStratifiedKFold(n_splits=5, n_repeats=_KNN_SPLITS, random_state=0)
@@ -200,12 +198,11 @@ def main():
         f"{args.data}: {X.shape[0]} x {X.shape[1]}, {len(set(y))} labels, "
         f"{args.n_components} components"
     )
-    judged = ()
+    X_judged, y_judged = X, y
     if args.held_out is not None:
         X, X_judged, y, y_judged = train_test_split(
             X, y, test_size=args.held_out, stratify=y, random_state=0
         )
-        judged = (X_judged, y_judged)
         print(f"fitted on {len(X)} rows, judged on {len(X_judged)} held-out rows")
     seconds = warm_up(args.device)
     if seconds is not None:
@@ -213,7 +210,7 @@ def main():
             f"warm-up fit on {resolve_device(args.device)}, not in the times below: {seconds:.1f} s"
         )
     models = methods(args.n_components, args.weights, args.device, args.peers)
-    results = judge(models, X, y, *judged)
+    results = judge(models, X, X_judged, y_judged)
     print_table(results, "FastICA")
     if args.nonlinear:
         k = args.nonlinear
@@ -221,7 +218,7 @@ def main():
             (f"PCA({k})", PCA(k, random_state=0)),
             (f"NonlinearPICA({k})", NonlinearPICA(k, device=args.device, random_state=0)),
         ]
-        print_table(judge(models, X, y, *judged), f"PCA({k})")
+        print_table(judge(models, X, X_judged, y_judged), f"PCA({k})")
 
 
 if __name__ == "__main__":
