@@ -74,10 +74,10 @@ class Schedule:
     learning_rate_decay: float | None = None
     #: evaluations (every 10 updates) whose mean held-out criterion ranks the starts
     rank_window: int = 1
-    #: encoder updates after which only the ``narrow_to`` leading starts play on (None: all
-    #: to the end), ranked by the selection penalty alone with ``narrow_on_penalty``
-    narrow_after: int | None = None
-    narrow_to: int = 1
+    #: ``(n_iter, keep)`` pairs: after update ``n_iter`` only the ``keep`` leading starts play
+    #: on (none: all to the end), ranked by the selection penalty alone with
+    #: ``narrow_on_penalty``
+    narrowing: tuple[tuple[int, int], ...] = ()
     narrow_on_penalty: bool = False
     #: stop on the held-out objective's plateau rather than on the representation's change
     stop_on_objective: bool = False
@@ -611,8 +611,7 @@ class BaseADMTransformer(
             tol=self.tol,
             n_iter_no_change=self.n_iter_no_change,
             verbose=self.verbose,
-            narrow_after=self._schedule.narrow_after,
-            narrow_to=self._schedule.narrow_to,
+            narrowing=self._schedule.narrowing,
             narrow_on_penalty=self._schedule.narrow_on_penalty,
             learning_rate_decay=self._decay_horizon(n_train),
             warmup_steps=self._schedule.warmup_steps,

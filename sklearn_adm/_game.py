@@ -115,10 +115,9 @@ class GameSettings:
     selection_rows: int = 1024
     #: evaluations whose mean criterion ranks the starts (one evaluation is noisy)
     rank_window: int = 1
-    #: after this many encoder updates only the ``narrow_to`` leading starts play on (None:
-    #: all, to the end)
-    narrow_after: int | None = None
-    narrow_to: int = 1
+    #: ``(n_iter, keep)`` pairs, in order: after update ``n_iter`` only the ``keep`` leading
+    #: starts play on (none: all of them, to the end)
+    narrowing: tuple[tuple[int, int], ...] = ()
     #: rank the starts for narrowing by the autoencoder's selection penalty alone (the
     #: objective, still falling at different rates, would hide it)
     narrow_on_penalty: bool = False
@@ -376,11 +375,6 @@ class AdversarialGame:
         stopping.keep_starts(keep, n_init)
         return [criterion[keep] for criterion in criteria]
 
-    def _comparing_starts(self):
-        """Whether more starts play than will be kept when they are narrowed."""
-        s = self.settings
-        return s.narrow_after is not None and self.autoencoder.n_init > s.narrow_to
-
     def _train_critic(self, X_train, steps):
         """``steps`` critic updates against the encoder as it stands; the codes of
         ``critic_steps`` minibatches at a time are computed in one pass."""
@@ -500,17 +494,18 @@ class AdversarialGame:
 
     def _evaluation(self, X_val, n_iter, history, stopping, criteria):
         """The held-out evaluation after update ``n_iter``: rank the starts by their mean
-        criterion over the last ``rank_window`` evaluations and, at ``narrow_after``, let the
-        leading ones alone play on. Returns the objective, the terms, the stopping codes,
-        the leader and the criteria kept for ranking."""
+        criterion over the last ``rank_window`` evaluations and, at each step of the
+        ``narrowing``, let the leading ones alone play on. Returns the objective, the terms,
+        the stopping codes, the leader and the criteria kept for ranking."""
         s = self.settings
         objective, val_terms, codes, criterion = self._evaluate(X_val)
         criteria = [*criteria, criterion][-s.rank_window :]
         ranking = torch.stack(criteria).mean(dim=0).argsort(stable=True)
-        if n_iter == s.narrow_after and self._comparing_starts():
+        keep = dict(s.narrowing).get(n_iter, self.autoencoder.n_init)
+        if keep < self.autoencoder.n_init:
             if s.narrow_on_penalty:
                 ranking = (criterion - objective).argsort(stable=True)
-            criteria = self._narrow(ranking[: s.narrow_to].tolist(), history, stopping, criteria)
+            criteria = self._narrow(ranking[:keep].tolist(), history, stopping, criteria)
             objective, val_terms, codes, criterion = self._evaluate(X_val)
             ranking = torch.stack(criteria).mean(dim=0).argsort(stable=True)
         return objective, val_terms, codes, int(ranking[0]), criteria

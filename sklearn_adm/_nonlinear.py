@@ -286,8 +286,7 @@ class NonlinearPICA(BaseADMTransformer):
     _schedule = Schedule(
         per_feature_scaling=True,
         critic_batch_work=2048,
-        narrow_after=200,
-        narrow_to=2,
+        narrowing=((200, 2),),
         narrow_on_penalty=True,
         stop_on_objective=True,
     )

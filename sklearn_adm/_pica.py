@@ -92,11 +92,12 @@ class PICA(LinearADMTransformer):
         choice among starts, and the calibration that keeps a critic which memorised its rows
         from driving the encoder. With fewer than 10 held-out rows, all rows serve both roles.
     n_init : int, default=4
-        Number of starts, trained side by side in one batched game for the first 30 updates
-        (after 100 critic warm-up steps); then the start with the lowest held-out objective
-        plays on alone. Start 0 is PCA's subspace; start ``r`` keeps PCA's leading
-        directions and replaces the last ``ceil(n_components * r / n_init)``: start 1 by
-        the next principal directions, the others by random ones around the cut.
+        Number of starts, trained side by side in one batched game (after 100 critic
+        warm-up steps): after 10 updates the two with the lowest held-out objective play
+        on, after 30 the better of them alone. Start 0 is PCA's subspace; start ``r``
+        keeps PCA's leading directions and replaces the last
+        ``ceil(n_components * r / n_init)``: start 1 by the next principal directions, the
+        others by random ones around the cut.
         The game is not convex: on the paper's example the start at PCA's subspace ends in a
         worse optimum.
     device : {"auto", "cpu", "cuda", "cuda:N", "mps"}, default="auto"
@@ -230,7 +231,7 @@ class PICA(LinearADMTransformer):
         warmup_steps=100,
         learning_rate_decay=25,
         rank_window=3,
-        narrow_after=30,
+        narrowing=((10, 2), (30, 1)),
     )
 
     def _encoder_learning_rate(self, n_components):

@@ -202,9 +202,9 @@ def test_starts_kept_after_narrowing_play_on_as_they_would_have(monkeypatch):
     monkeypatch.setattr(_game.AdversarialGame, "_narrow", recording_narrow)
     settings = dict(n_components=2, max_iter=60, tol=0, random_state=0)
     schedule = NonlinearPICA._schedule
-    monkeypatch.setattr(NonlinearPICA, "_schedule", replace(schedule, narrow_after=30))
+    monkeypatch.setattr(NonlinearPICA, "_schedule", replace(schedule, narrowing=((30, 2),)))
     narrowed = NonlinearPICA(**settings).fit(X)
-    monkeypatch.setattr(NonlinearPICA, "_schedule", replace(schedule, narrow_after=None))
+    monkeypatch.setattr(NonlinearPICA, "_schedule", replace(schedule, narrowing=()))
     NonlinearPICA(**settings).fit(X)
     (keep,) = kept
     assert len(keep) == 2 and narrowed.n_iter_ == 60

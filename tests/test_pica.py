@@ -301,8 +301,8 @@ def test_divergence_is_detected_and_the_last_good_state_kept(monkeypatch):
 
 
 def test_critic_takes_its_warm_up_then_critic_steps_per_update(monkeypatch):
-    """100 warm-up steps on the four starts, then critic_steps per update: for the 30 updates
-    of the choice among starts, then for the start that plays on."""
+    """100 warm-up steps on the four starts, then critic_steps per update: for the 10 updates
+    of all four starts, the 20 of the two leaders, then for the start that plays on."""
     from sklearn_adm import _game
 
     steps = []
@@ -317,7 +317,7 @@ def test_critic_takes_its_warm_up_then_critic_steps_per_update(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         PICA(n_components=2, critic_steps=3, max_iter=40, random_state=0).fit(X)
-    assert steps == [(4, 100)] + [(4, 3)] * 30 + [(1, 3)] * 10
+    assert steps == [(4, 100)] + [(4, 3)] * 10 + [(2, 3)] * 20 + [(1, 3)] * 10
 
 
 def test_keyboard_interrupt_leaves_a_usable_model(monkeypatch):
