@@ -363,7 +363,7 @@ class BaseADMTransformer(
         n_train, load = (self._streamed_split if streamed else self._split)(X, rng, seed)
 
         settings = self._game_settings(n_train, n_components)
-        with FitThreads(self._step_size(n_components, settings)) as threads:
+        with FitThreads(self._step_size(n_components, settings)):
             data = load()
             with training_allocations():
                 autoencoder, critic = self._build(X.shape[1], n_components, data.start, seed)
@@ -376,12 +376,7 @@ class BaseADMTransformer(
                     generator = torch.Generator(device=self.device_).manual_seed(seed)
                     game = AdversarialGame(autoencoder, critic, settings, generator)
                     with X_train:
-                        result = game.play(
-                            X_train,
-                            X_val,
-                            desc=type(self).__name__,
-                            on_evaluation=threads.rebalance,
-                        )
+                        result = game.play(X_train, X_val, desc=type(self).__name__)
 
             warn_game_outcome(result, type(self).__name__, settings.max_iter)
             self.n_iter_ = result.n_iter
@@ -415,7 +410,7 @@ class BaseADMTransformer(
         else:
             stream = self._stream
             n_components, settings, train_rows = self.n_components_, stream.settings, slice(None)
-        with FitThreads(self._step_size(n_components, settings)) as threads:
+        with FitThreads(self._step_size(n_components, settings)):
             with training_allocations():
                 if first:
                     self._stream = stream = self._open_stream(
@@ -429,7 +424,7 @@ class BaseADMTransformer(
                     if not first:
                         game.autoencoder.absorb(batch.X)
                     for _ in range(-(-len(batch) // settings.batch_size)):
-                        if not game.step(batch, stream.val, threads.rebalance):
+                        if not game.step(batch, stream.val):
                             warn_game_outcome(game, type(self).__name__, None)
                             break
                     stream.generator_state = game.generator.get_state()

@@ -38,7 +38,7 @@ from ._allocator import training_allocations
 from ._critic import dependence_mse
 from ._critic_step import critic_step, dependence_gradient
 from ._stopping import History, ObjectivePlateau, RepresentationChange, within_noise
-from ._threads import FitThreads
+from ._threads import FitThreads, follow_load
 from ._warnings import warn
 
 
@@ -202,8 +202,6 @@ def calibrated_fit(target, prediction):
 
 #: seconds of critic training after which a progress bar appears (on a terminal only)
 _PROGRESS_DELAY_S = 3.0
-#: critic updates between two measurements of the cores free
-_REBALANCE_STEPS = 100
 
 
 def train_critic(critic, z_train, *, steps, batch_size, learning_rate, generator):
@@ -217,8 +215,8 @@ def train_critic(critic, z_train, *, steps, batch_size, learning_rate, generator
     batch_size = min(batch_size, len(z_train))
     progress = tqdm(range(steps), desc="critic", delay=_PROGRESS_DELAY_S, disable=None, leave=False)
     work = critic.predictor_in_bias.numel() * batch_size  # the first hidden layer's elements
-    with FitThreads(work) as threads, training_allocations(), _opened(z_train):
-        for step in progress:
+    with FitThreads(work), training_allocations(), _opened(z_train):
+        for _ in progress:
             if streamed:
                 batch = z_train.draw(batch_size, 1, generator)
             else:
@@ -227,8 +225,7 @@ def train_critic(critic, z_train, *, steps, batch_size, learning_rate, generator
                 )
                 batch = z_train[rows]
             update(batch)
-            if step % _REBALANCE_STEPS == _REBALANCE_STEPS - 1:
-                threads.rebalance()
+            follow_load()
     return critic
 
 
@@ -377,7 +374,8 @@ class AdversarialGame:
 
     def _train_critic(self, X_train, steps):
         """``steps`` critic updates against the encoder as it stands; the codes of
-        ``critic_steps`` minibatches at a time are computed in one pass."""
+        ``critic_steps`` minibatches at a time are computed in one pass. The fit's threads
+        follow the load after each such round (:func:`~._threads.follow_load`)."""
         chunk, size = self.settings.critic_steps, self.settings.critic_batch_size
         for done in range(0, steps, chunk):
             count = min(chunk, steps - done)
@@ -386,10 +384,10 @@ class AdversarialGame:
             batches = z.chunk(count) if len(z) == count * size else [z] * count
             for batch in batches:
                 self.critic_update(batch)
+            follow_load()
 
-    def play(self, X_train, X_val, desc="ADM", on_evaluation=None):
+    def play(self, X_train, X_val, desc="ADM"):
         """Run the game; leave ``autoencoder`` holding the averaged encoder's weights.
-        ``on_evaluation()``, when given, is called after every held-out evaluation.
 
         The critic warms up (:meth:`open`), then updates follow (:meth:`step`) until the
         stopping rule says the game has converged or ``max_iter`` is reached; with
@@ -403,7 +401,7 @@ class AdversarialGame:
         progress = tqdm(total=s.max_iter, desc=desc, disable=s.verbose < 1, leave=False)
         try:
             while not self.converged and self.n_iter < s.max_iter:
-                if not self.step(X_train, X_val, on_evaluation):
+                if not self.step(X_train, X_val):
                     break
                 progress.update()
                 if self.val_terms is not None and self.n_iter % s.eval_every == 0:
@@ -444,7 +442,7 @@ class AdversarialGame:
                 self.converged = True
         self.last_good = copy.deepcopy(self.average.module.state_dict())
 
-    def step(self, X_train, X_val, on_evaluation=None):
+    def step(self, X_train, X_val):
         """One update (Algorithm 1's), and every ``eval_every`` updates the held-out
         evaluation (:meth:`_evaluation`), which ranks the starts and feeds the stopping rule
         (:meth:`_stopping_rule`; with ``stop_when_independent`` also the test of
@@ -472,8 +470,6 @@ class AdversarialGame:
             self.converged = self.converged or readings["independent"]
         self.history.evaluation(self.n_iter, objective, self.val_terms, **readings)
         self.last_good = copy.deepcopy(self.average.module.state_dict())
-        if on_evaluation is not None:
-            on_evaluation()
         return True
 
     def snapshot(self):

@@ -11,9 +11,14 @@ as on 1 (see the user guide). So a fit, and a learned dependence score, computes
 threads (at least one): the caller's are what ``torch.get_num_threads()`` says as it starts
 (``OMP_NUM_THREADS``, ``torch.set_num_threads`` and ``threadpoolctl.threadpool_limits`` set
 it); the cores free are the usable cores less those that other processes kept busy, measured
-from the CPU time the system and this process spent, when the fit starts and again as it goes
-(:meth:`FitThreads.rebalance`). Fits running side by side in one process share the free cores.
-When the fit ends, the caller's settings are back. :func:`training_threads` fixes the number.
+from the CPU time the system and this process spent over the last interval of at least
+``_MIN_INTERVAL_S``. A fit measures as it goes (:func:`follow_load`, after every round of
+critic steps) and starts from the last interval only while that is current: a load that
+began since then would go unseen, and two threads beside a busy process can make a fit ten
+times slower before its first reading. Otherwise it starts on one thread, safe under any
+load, and takes the free cores at its first reading. Fits running side by side in one
+process share the free cores. When the fit ends, the caller's settings are back.
+:func:`training_threads` fixes the number.
 
 Results are reproducible for a given number of threads: the BLAS may sum a product's terms in
 another order on another number of threads (a difference of about 1e-7 per step, which a game
@@ -21,6 +26,7 @@ of hundreds of steps carries on). Pin the number with :func:`training_threads` f
 that do not depend on the machine's load.
 """
 
+import functools
 import math
 import threading
 import time
@@ -32,12 +38,16 @@ import psutil
 from joblib import cpu_count
 from threadpoolctl import ThreadpoolController
 
-__all__ = ["FitThreads", "training_threads"]
+__all__ = ["FitThreads", "follow_load", "training_threads"]
 
 #: elements of a step's largest tensor per thread: below this a thread has too little to do
 _ELEMENTS_PER_THREAD = 65_536
-#: a reading of the CPU's times older than this says too little of the load now
+#: a reading of the CPU's times older than this says too little of the load now: work that
+#: cannot follow the load measures it afresh
 _STALE_S = 3.0
+#: a fit that follows the load starts from the last interval measured only while its end is
+#: at most this old; else on one thread until its own first interval is measured
+_CURRENT_S = 0.25
 #: the shortest interval over which busy cores are measured: the system counts CPU time in
 #: ticks of 10 ms, so shorter intervals read one tick as a tenth of a core or more
 _MIN_INTERVAL_S = 0.05
@@ -90,7 +100,7 @@ class _LoadMeter:
     def __init__(self):
         self._process = psutil.Process()
         self._last = None  # (seconds, system's busy CPU seconds, this process's)
-        self._others = 0.0
+        self._others = None  # over the last interval measured; None: none since a restart
 
     def _read(self):
         times = psutil.cpu_times()
@@ -100,19 +110,24 @@ class _LoadMeter:
         own = self._process.cpu_times()
         return time.monotonic(), sum(times) - idle - guests, own.user + own.system
 
-    def others_busy(self, fresh):
-        """Cores other processes used since the last reading. With ``fresh``, a reading too
-        old to tell the load now is replaced by one over ``_MIN_INTERVAL_S`` from now."""
-        now = self._read()
-        last = self._last
-        if last is None or (fresh and now[0] - last[0] > _STALE_S):
-            time.sleep(_MIN_INTERVAL_S)
-            last, now = now, self._read()
-        elif now[0] - last[0] < _MIN_INTERVAL_S:
-            return self._others  # too short to measure: the last estimate stands
-        elapsed = now[0] - last[0]
-        self._others = max(0.0, ((now[1] - last[1]) - (now[2] - last[2])) / elapsed)
+    def age(self):
+        """Seconds since the last reading (infinite before the first)."""
+        return math.inf if self._last is None else time.monotonic() - self._last[0]
+
+    def restart(self):
+        """Begin a new interval now, forgetting the last estimate."""
+        self._last, self._others = self._read(), None
+
+    def others_busy(self):
+        """Cores other processes used since the last reading; the last estimate (None after
+        a restart) while that reading is under ``_MIN_INTERVAL_S`` old, too short to say."""
+        if self.age() < _MIN_INTERVAL_S:
+            return self._others
+        last, now = self._last, self._read()
         self._last = now
+        if last is not None:
+            used = (now[1] - last[1]) - (now[2] - last[2])
+            self._others = max(0.0, used / (now[0] - last[0]))
         return self._others
 
 
@@ -120,36 +135,69 @@ _lock = threading.Lock()
 _meter = None
 #: fits computing now in this process, which share the free cores
 _active = 0
+#: the threads of the innermost fit computing in this context
+_current = ContextVar("sklearn_adm_fit_threads", default=None)
 
 
-def _free_cores(fresh):
-    """Usable cores that other processes leave free, shared among this process's fits."""
+def _others_busy(follows):
+    """Cores that other processes keep busy, by the shared meter: where the work ``follows``
+    the load, the last interval while it is current (else None, the meter restarted);
+    otherwise a fresh ``_MIN_INTERVAL_S`` where the last reading is stale."""
     global _meter
     with _lock:
         if _meter is None:
             _meter = _LoadMeter()
-        others = _meter.others_busy(fresh)
-        active = max(_active, 1)
-    free = min(psutil.cpu_count() or 1, cpu_count()) - others
-    return math.floor(free / active + _BUSY_SHARE)
+        age = _meter.age()
+        if follows and age > _CURRENT_S:
+            _meter.restart()
+            return None
+        if not follows and age > _STALE_S:
+            _meter.restart()
+            time.sleep(_MIN_INTERVAL_S)
+        return _meter.others_busy()
+
+
+@functools.cache
+def _usable_cores():
+    """The cores this process may use (joblib's count reads the cgroup's quota: 23 µs)."""
+    return min(psutil.cpu_count() or 1, cpu_count())
+
+
+def _free_cores(others):
+    """Usable cores that ``others`` busy ones leave free, shared among this process's fits."""
+    return math.floor((_usable_cores() - others) / max(_active, 1) + _BUSY_SHARE)
+
+
+def follow_load():
+    """Let the fit computing in this context follow the load (:meth:`FitThreads.rebalance`):
+    a call costs a clock reading until the meter's interval is long enough to measure."""
+    threads = _current.get()
+    if threads is not None:
+        threads.rebalance()
 
 
 class FitThreads:
     """The threads of one fit, as a context manager: chosen on entry, rebalanced with
-    :meth:`rebalance`, the caller's settings given back on exit.
+    :meth:`rebalance` (:func:`follow_load` reaches it), the caller's settings given back on
+    exit.
 
     Parameters
     ----------
     work : int
         Elements of the largest tensor of a training step (the critic's hidden layer,
         features x units x rows): it bounds the threads that help.
+    follows : bool, default=True
+        Whether the work rebalances as it goes: it then starts on one thread where the last
+        reading of the load is not current. Work that cannot (one call into numba) measures
+        the load afresh instead, where the last reading is stale.
     """
 
-    def __init__(self, work):
+    def __init__(self, work, follows=True):
         import torch  # a fit's dependency, not the package's
 
         self._torch = torch
         self.work = int(work)
+        self.follows = follows
         self.n_threads = None
 
     def __enter__(self):
@@ -159,25 +207,35 @@ class FitThreads:
         self._blas_caller = [pool.num_threads for pool in self._blas.lib_controllers]
         with _lock:
             _active += 1
-        self._apply(self._choose(fresh=True))
+        self._token = _current.set(self)
+        self._apply(self._choose(entry=True) or 1)
         return self
 
     def __exit__(self, *exc):
         global _active
+        _current.reset(self._token)
         with _lock:
             _active -= 1
         self._torch.set_num_threads(self._caller)
         for pool, threads in zip(self._blas.lib_controllers, self._blas_caller, strict=True):
             pool.set_num_threads(threads)
 
-    def _choose(self, fresh):
+    def _choose(self, entry):
+        """The threads to compute with now; None where the load is not measured yet."""
         requested = _requested.get()
         if requested is not None:
             return requested
         most = min(self._caller, self.work // _ELEMENTS_PER_THREAD)
         if most <= 1:
             return 1  # nothing to choose, no load to measure
-        return max(1, min(most, _free_cores(fresh)))
+        if entry:
+            others = _others_busy(self.follows)
+        else:
+            with _lock:
+                others = _meter.others_busy()
+        if others is None:
+            return None
+        return max(1, min(most, _free_cores(others)))
 
     def _apply(self, n_threads):
         if n_threads != self.n_threads:
@@ -186,5 +244,8 @@ class FitThreads:
             self.n_threads = n_threads
 
     def rebalance(self):
-        """Measure the load since the last reading again and follow it."""
-        self._apply(self._choose(fresh=False))
+        """Measure the load since the last reading again and follow it (where the interval
+        is too short to measure, the threads stay)."""
+        n_threads = self._choose(entry=False)
+        if n_threads is not None:
+            self._apply(n_threads)

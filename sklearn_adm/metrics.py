@@ -44,7 +44,7 @@ def _one_vs_rest_on_free_cores(z):
     a Dask worker of one thread, that made the next fits run two threads per core, 4x
     slower). Small work, or one thread, runs the serial kernel."""
     work = z.size * len(z)
-    with FitThreads(work=work) as threads:
+    with FitThreads(work=work, follows=False) as threads:
         if threads.n_threads == 1 or work < _SERIAL_WORK:
             return _one_vs_rest_sums_serial(z)
         numba.set_num_threads(min(threads.n_threads, numba.config.NUMBA_NUM_THREADS))

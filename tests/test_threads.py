@@ -23,16 +23,17 @@ LARGE = {"n_components": 4, "max_iter": 40, "random_state": 0}
 
 @pytest.fixture
 def cores(monkeypatch):
-    """Four usable cores, and other processes keeping ``load["others"]`` of them busy."""
-    load = {"others": 0.0, "readings": 0}
+    """Four usable cores, other processes keeping ``load["others"]`` of them busy (a number,
+    or a function of nothing), and the meter's last reading ``load["age"]`` seconds old
+    (current by default)."""
+    load = {"others": 0.0, "age": 0.0}
 
-    def others_busy(self, fresh):
-        load["readings"] += 1
-        return load["others"](load["readings"]) if callable(load["others"]) else load["others"]
+    def others_busy(self):
+        return load["others"]() if callable(load["others"]) else load["others"]
 
-    monkeypatch.setattr(_threads.psutil, "cpu_count", lambda: 4)
-    monkeypatch.setattr(_threads, "cpu_count", lambda: 4)
+    monkeypatch.setattr(_threads, "_usable_cores", lambda: 4)
     monkeypatch.setattr(_threads._LoadMeter, "others_busy", others_busy)
+    monkeypatch.setattr(_threads._LoadMeter, "age", lambda self: load["age"])
     return load
 
 
@@ -87,11 +88,49 @@ def test_small_work_uses_one_thread(cores, threads_in_game, caller_threads):
 
 
 def test_a_fit_follows_a_load_that_starts_while_it_runs(cores, threads_in_game, caller_threads):
-    cores["others"] = lambda reading: 0.0 if reading < 3 else 2.0  # two busy processes start
+    # two busy processes start after the fifth update
+    cores["others"] = lambda: 0.0 if len(threads_in_game) < 5 else 2.0
     torch.set_num_threads(4)
     PICA(**LARGE).fit(X)
     assert threads_in_game[0] == 4
     assert threads_in_game[-1] == 2
+
+
+def test_a_fit_starts_on_one_thread_until_it_has_measured_the_load(cores, caller_threads):
+    torch.set_num_threads(4)
+    cores["age"] = 1.0  # a load may have started since the last reading
+    with _threads.FitThreads(10**9) as threads:
+        assert threads.n_threads == 1
+        threads.rebalance()  # the meter's first interval: four cores free
+        assert threads.n_threads == 4
+    # work that cannot follow the load measures it before it starts
+    with _threads.FitThreads(10**9, follows=False) as threads:
+        assert threads.n_threads == 4
+
+
+def test_a_load_that_began_since_the_last_reading_never_meets_two_threads(
+    monkeypatch, threads_in_game, caller_threads
+):
+    """A busy process starting between two fits: the second fit computes on one thread from
+    its first operation (it used to start on two, the last reading read an idle machine)."""
+    monkeypatch.setattr(_threads, "_usable_cores", lambda: 2)
+    applied = []
+    apply = _threads.FitThreads._apply
+    monkeypatch.setattr(
+        _threads.FitThreads, "_apply", lambda self, n: applied.append(n) or apply(self, n)
+    )
+    torch.set_num_threads(2)
+    PICA(**LARGE).fit(X)
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.5)
+        applied.clear(), threads_in_game.clear()
+        PICA(**LARGE).fit(X)
+    finally:
+        hog.kill()
+        hog.wait()
+    assert set(applied) == {1}
+    assert set(threads_in_game) == {1}
 
 
 def test_training_threads_fixes_the_number_whatever_the_load(
@@ -145,13 +184,15 @@ def test_fits_side_by_side_in_one_process_share_the_free_cores(cores, caller_thr
 
 def test_the_meter_sees_a_busy_process():
     meter = _threads._LoadMeter()
-    meter.others_busy(fresh=True)
+    assert meter.others_busy() is None  # one reading: no interval yet
     hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
         time.sleep(0.3)
-        meter.others_busy(fresh=False)  # the interval from the last reading: the hog starting
+        meter.others_busy()  # the interval from the last reading: the hog starting
         time.sleep(0.3)
-        assert meter.others_busy(fresh=False) > 0.5
+        assert meter.others_busy() > 0.5
+        meter.restart()
+        assert meter.others_busy() is None  # too short an interval to say
     finally:
         hog.kill()
         hog.wait()
