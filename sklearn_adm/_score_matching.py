@@ -16,6 +16,8 @@ and the pair stays near its start.
 
 import torch
 
+from ._threads import follow_load
+
 #: centres and width of the Gaussian bumps, for columns of unit variance
 _BUMP_CENTRES, _BUMP_WIDTH = torch.linspace(-2.4, 2.4, 9), 0.5
 #: slopes of the tanh basis functions
@@ -126,4 +128,5 @@ def likelihood_rotation(Y, rotation, *, steps, movable=None):
         if movable is not None:
             turn = turn * movable.to(turn)
         rotation = rotation @ torch.linalg.matrix_exp(turn)
+        follow_load()
     return rotation.to(Y.dtype)

@@ -15,6 +15,7 @@ import math
 import torch
 
 from ._rotation import polar
+from ._threads import follow_load
 
 #: rows a search works on: the data are replicated up to this (or cut to it) for up to
 #: ``_FULL_COLUMNS`` columns, with proportionally fewer rows above, so that a sweep's cost
@@ -62,6 +63,7 @@ def _best_angles(first, second, spacing):
         a, b = first[:, None], second[:, None]
         turned = torch.stack([cos * a + sin * b, cos * b - sin * a], dim=-1)  # (planes, K, n, 2)
         entropy = spacing_entropy(turned, spacing).sum(dim=-1)
+        follow_load()  # a grid's sort is most of a fit's time on large data
         center = angles.gather(1, entropy.argmin(dim=1, keepdim=True)).squeeze(1)
         width = width * (steps[1] - steps[0]).item()  # the next grid spans one step
         steps = torch.linspace(-1, 1, _FINE)
