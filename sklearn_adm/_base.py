@@ -363,7 +363,7 @@ class BaseADMTransformer(
         n_train, load = (self._streamed_split if streamed else self._split)(X, rng, seed)
 
         settings = self._game_settings(n_train, n_components)
-        with FitThreads(self._step_size(n_components, settings)):
+        with FitThreads(self._step_size(n_components, settings, len(X))):
             data = load()
             with training_allocations():
                 autoencoder, critic = self._build(X.shape[1], n_components, data.start, seed)
@@ -410,7 +410,8 @@ class BaseADMTransformer(
         else:
             stream = self._stream
             n_components, settings, train_rows = self.n_components_, stream.settings, slice(None)
-        with FitThreads(self._step_size(n_components, settings)):
+        start_rows = len(X) if first else 0
+        with FitThreads(self._step_size(n_components, settings, start_rows)):
             with training_allocations():
                 if first:
                     self._stream = stream = self._open_stream(
@@ -554,11 +555,18 @@ class BaseADMTransformer(
             )
         return n_components
 
-    def _step_size(self, n_components, settings):
-        """Elements of a training step's largest tensor, the critic's first hidden layer of
-        every start: features x units x rows."""
+    def _step_size(self, n_components, settings, start_rows):
+        """Elements of the largest tensor of the fit's steps: the critic's first hidden layer
+        of every start (features x units x rows), or building the start from ``start_rows``
+        rows where that is more (:meth:`_start_size`)."""
         width = self.critic_hidden if isinstance(self.critic_hidden, int) else self.critic_hidden[0]
-        return n_components * self.n_init * width * settings.critic_batch_size
+        critic = n_components * self.n_init * width * settings.critic_batch_size
+        return max(critic, self._start_size(start_rows, n_components))
+
+    def _start_size(self, n_rows, n_components):
+        """Elements of the largest tensor of building the start from ``n_rows`` rows; by
+        default no more than the critic's."""
+        return 0
 
     def _build(self, n_features, n_components, start_rows, seed):
         """The autoencoder, built from ``start_rows``, and its critic (None where the

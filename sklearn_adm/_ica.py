@@ -263,6 +263,14 @@ class ICA(LinearADMTransformer):
             return largest
         return self.n_components
 
+    def _start_size(self, n_rows, n_components):
+        """The start's entropy search sorts grids of angles for every plane at once (on the
+        FastICA test's 1,000 rows of two sources, 1.15 million values): two threads took
+        0.16 s where one took 0.22 s."""
+        from ._spacings import grid_size
+
+        return grid_size(n_rows, n_components)
+
     def _make_autoencoder(self, n_features, n_components, rows):
         """FastICA's fit of the scaled ``rows`` (all of them; of an array read out of core,
         ``_START_ROWS`` at random), its rotation refined, as the start of every copy.

@@ -75,6 +75,12 @@ def search_rows(n, d):
     return min(_SEARCH_ROWS * _FULL_COLUMNS // d, _SEARCH_ROWS, _REPLICATES * n)
 
 
+def grid_size(n, d):
+    """Elements of the grids that a round of the search of ``n`` rows of ``d`` columns
+    evaluates at once: ``d // 2`` planes x ``_COARSE`` angles x its rows x 2 columns."""
+    return (d // 2) * _COARSE * search_rows(n, d) * 2
+
+
 def _search(Y, rotation, sweeps):
     """One search: Jacobi sweeps from ``rotation`` on one noisy smoothing of ``Y``."""
     n, d = Y.shape

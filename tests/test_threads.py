@@ -10,7 +10,7 @@ import pytest
 import torch
 from threadpoolctl import threadpool_info
 
-from sklearn_adm import PICA, DependenceScorer, _threads, training_threads
+from sklearn_adm import ICA, PICA, DependenceScorer, _spacings, _threads, training_threads
 from sklearn_adm._game import AdversarialGame
 from sklearn_adm.datasets import make_embedding_like
 
@@ -85,6 +85,22 @@ def test_small_work_uses_one_thread(cores, threads_in_game, caller_threads):
     # 1 component x 1 start x 8 units x 540 rows: a thread would have nothing to share
     PICA(1, n_init=1, critic_hidden=8, max_iter=20, random_state=0).fit(X)
     assert set(threads_in_game) == {1}
+
+
+def test_ica_takes_threads_for_its_entropy_search(cores, caller_threads, monkeypatch):
+    """The critic of two sources is small work, the start's search is not: on 1,000 rows it
+    sorts grids of 1.15 million values."""
+    seen = []
+    best_angles = _spacings._best_angles
+    monkeypatch.setattr(
+        _spacings,
+        "_best_angles",
+        lambda *args: seen.append(torch.get_num_threads()) or best_angles(*args),
+    )
+    torch.set_num_threads(4)
+    sources = np.random.default_rng(0).laplace(size=(1000, 2))
+    ICA(random_state=0).fit(sources @ np.array([[1.0, 0.5], [0.5, 1.0]]))
+    assert seen and set(seen) == {4}
 
 
 def test_a_fit_follows_a_load_that_starts_while_it_runs(cores, threads_in_game, caller_threads):
