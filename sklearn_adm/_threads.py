@@ -12,8 +12,8 @@ threads (at least one): the caller's are what ``torch.get_num_threads()`` says a
 (``OMP_NUM_THREADS``, ``torch.set_num_threads`` and ``threadpoolctl.threadpool_limits`` set
 it); the cores free are the usable cores less those that other processes kept busy, measured
 from the CPU time the system and this process spent over the last interval of at least
-``_MIN_INTERVAL_S``. A fit measures as it goes (:func:`follow_load`, after every round of
-critic steps) and starts from the last interval only while that is current: a load that
+``_MIN_INTERVAL_S``. A fit measures as it goes (:func:`follow_load`, after every step of
+its iterative solvers) and starts from the last interval only while that is current: a load that
 began since then would go unseen, and two threads beside a busy process can make a fit ten
 times slower before its first reading. Otherwise it starts on one thread, safe under any
 load, and takes the free cores at its first reading. Fits running side by side in one
@@ -184,8 +184,8 @@ class FitThreads:
     Parameters
     ----------
     work : int
-        Elements of the largest tensor of a training step (the critic's hidden layer,
-        features x units x rows): it bounds the threads that help.
+        Elements of the largest tensor of the fit's steps (the critic's hidden layer,
+        features x units x rows, or the start's search): it bounds the threads that help.
     follows : bool, default=True
         Whether the work rebalances as it goes: it then starts on one thread where the last
         reading of the load is not current. Work that cannot (one call into numba) measures
