@@ -146,8 +146,8 @@ def warn_game_outcome(result, desc, max_iter):
         )
     elif max_iter is not None and not result.converged and result.n_iter == max_iter:
         warn(
-            f"{desc}: max_iter={max_iter} reached before the representation stopped "
-            "changing; consider increasing max_iter.",
+            f"{desc}: max_iter={max_iter} reached before training converged (its "
+            "stopping rule: tol and n_iter_no_change); consider increasing max_iter.",
             ConvergenceWarning,
         )
 

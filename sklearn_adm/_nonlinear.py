@@ -1,5 +1,6 @@
 """NonlinearPICA: the ADM game on an MLP autoencoder (NLPICA, paper App. B.2)."""
 
+import itertools
 from collections.abc import Callable
 from numbers import Real
 from typing import NamedTuple
@@ -71,20 +72,28 @@ class _BatchedMLP(nn.Module):
         *_, (_, _, output) = self._layers(h)  # the last layer's
         return output
 
-    def jacobian(self, h):
-        """Each start's Jacobian at each row, ``(n_init, n, in, out)``: row ``i`` is the
-        derivative of the outputs along input ``i``, carried forward layer by layer (the
-        chain rule in forward mode, all inputs at once)."""
+    def jacobian_gram(self, h):
+        """Each start's ``J J^T`` at each row, ``(n_init, n, in, in)``, where ``J`` ``(in,
+        out)`` is the derivative of the outputs along each input.
+
+        The derivatives are carried forward through the hidden layers (the chain rule in
+        forward mode, all inputs at once) to ``A`` ``(in, hidden)``; the last layer is linear,
+        ``J = A W``, so ``J J^T = A (W W^T) A^T`` and ``J`` itself is never formed (at 64
+        components and 768 outputs, on 1,024 rows of four starts: 0.09 s against 0.64 s)."""
         n_init, n, n_inputs = h.shape
+        *hidden, last = self.weights
         rows = None
-        for weight, pre, out in self._layers(h):
+        for weight, pre, out in itertools.islice(self._layers(h), len(hidden)):
             if rows is None:  # the first layer's Jacobian is its weight, at every row
                 rows = weight.unsqueeze(1).expand(n_init, n, *weight.shape[1:])
             else:
                 rows = torch.bmm(rows.flatten(1, 2), weight).view(n_init, n, n_inputs, -1)
-            if out is not pre:  # an activated layer
-                rows = rows * self.activation.slope(pre, out).unsqueeze(2)
-        return rows
+            rows = rows * self.activation.slope(pre, out).unsqueeze(2)
+        outer = last @ last.mT  # (n_init, hidden, hidden)
+        if rows is None:  # no hidden layer: J = W at every row
+            return outer.unsqueeze(1).expand(n_init, n, n_inputs, n_inputs)
+        left = torch.bmm(rows.flatten(1, 2), outer).view(n_init, n, n_inputs, -1)
+        return left @ rows.mT
 
 
 class _MLPAutoencoders(Autoencoders):
@@ -115,11 +124,12 @@ class _MLPAutoencoders(Autoencoders):
         0.15 against about 0.05 for starts whose components each follow one factor.
         """
         n, k = len(z), self.n_components
-        jacobian = self.decoder.jacobian(z.view(n, self.n_init, k).transpose(0, 1))
-        gram = jacobian @ jacobian.transpose(-1, -2)  # (n_init, n, k, k)
-        contrast = 0.5 * (
-            torch.diagonal(gram, dim1=-2, dim2=-1).log().sum(dim=-1) - torch.logdet(gram)
-        )
+        gram = self.decoder.jacobian_gram(z.view(n, self.n_init, k).transpose(0, 1))
+        # log det by Cholesky; a Gram matrix it cannot factor is singular (contrast infinite)
+        factor, info = torch.linalg.cholesky_ex(gram)
+        log_det = 2.0 * torch.diagonal(factor, dim1=-2, dim2=-1).log().sum(dim=-1)
+        log_det = torch.where(info == 0, log_det, -torch.inf)
+        contrast = 0.5 * (torch.diagonal(gram, dim1=-2, dim2=-1).log().sum(dim=-1) - log_det)
         contrast = contrast.mean(dim=1)
         return torch.where(torch.isfinite(contrast), contrast, torch.inf)
 
@@ -212,8 +222,10 @@ class NonlinearPICA(BaseADMTransformer):
     probes : bool, default=True
         If False, the critic only predicts the components themselves (predictability
         minimisation), which detects dependence of the conditional mean only.
-    max_iter : int, default=2000
-        Maximum number of encoder updates.
+    max_iter : int, default=5000
+        Maximum number of encoder updates. A few thousand rows converge in 400-1,200; at
+        64 components on 100,000 rows a fit takes about 3,300 (on 2 CPU cores, about 3
+        minutes).
     batch_size : int or None, default=512
         Rows per minibatch of the autoencoder; None (or a size above the number of training
         rows) uses them all. The critic's minibatches hold ``max(128, 2048 // n_components)``
@@ -304,7 +316,7 @@ class NonlinearPICA(BaseADMTransformer):
         critic_hidden=32,
         probe_hidden=16,
         probes=True,
-        max_iter=2000,
+        max_iter=5000,
         batch_size=512,
         learning_rate=3e-3,
         critic_learning_rate=2e-2,

@@ -77,16 +77,18 @@ def test_decoder_contrast_measures_how_far_from_orthogonal_the_columns_are():
 
 
 @pytest.mark.parametrize("activation", sorted(_ACTIVATIONS))
-def test_forward_mode_jacobian_is_autograds(activation):
+@pytest.mark.parametrize("sizes", [(3, 5, 4, 6), (3, 6)])
+def test_jacobian_gram_is_autograds(activation, sizes):
     torch.manual_seed(0)
-    mlp = _BatchedMLP(2, (3, 5, 4, 6), activation).double()
+    mlp = _BatchedMLP(2, sizes, activation).double()
     h = torch.randn(2, 7, 3, dtype=torch.float64)
     with torch.no_grad():
-        rows = mlp.jacobian(h)  # (starts, n, in, out)
+        gram = mlp.jacobian_gram(h)  # (starts, n, in, in)
     expected = torch.autograd.functional.jacobian(lambda x: mlp(x).sum(dim=1), h)
     # expected[s, o, t, n, i]: the rows summed over, each depends on its own input alone; t = s
-    expected = torch.diagonal(expected, dim1=0, dim2=2).permute(3, 1, 2, 0)
-    np.testing.assert_allclose(rows.numpy(), expected.numpy(), atol=1e-12)
+    expected = torch.diagonal(expected, dim1=0, dim2=2).permute(3, 1, 2, 0)  # (s, n, in, out)
+    expected = expected @ expected.mT
+    np.testing.assert_allclose(gram.numpy(), expected.numpy(), atol=1e-12)
 
 
 def test_tanh_from_sigmoid_is_tanh_with_tanhs_derivatives():
