@@ -225,7 +225,7 @@ def test_fitted_attributes_follow_pca_conventions(fitted):
 
 def test_max_iter_before_convergence_warns():
     X, _ = make_pca_vs_pica(500, random_state=0)
-    with pytest.warns(ConvergenceWarning, match="max_iter=5"):
+    with pytest.warns(ConvergenceWarning, match="max_iter=5 .*tol and n_iter_no_change"):
         PICA(n_components=2, max_iter=5, random_state=0).fit(X)
 
 
