@@ -11,7 +11,9 @@ estimate does not jump from one angle to the next.
 """
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 import torch
 
 from ._rotation import polar
@@ -30,12 +32,35 @@ _COARSE, _FINE, _REFINEMENTS = 24, 7, 2
 
 
 def spacing_entropy(Z, spacing):
-    """Vasicek's m-spacing estimate of the entropy of each column of ``Z`` ``(..., n, k)``:
-    ``mean_i log((n + 1) / m (z_(i+m) - z_(i)))`` over the sorted values; ``(..., k)``."""
-    n = Z.shape[-2]
-    ordered = torch.sort(Z, dim=-2).values
-    gaps = (ordered[..., spacing:, :] - ordered[..., :-spacing, :]).clamp_min(1e-12)
-    return gaps.log().mean(dim=-2) + math.log((n + 1) / spacing)
+    """Vasicek's m-spacing estimate of the entropy of each row of ``Z`` ``(..., n)``:
+    ``mean_i log((n + 1) / m (z_(i+m) - z_(i)))`` over the sorted values; ``(...)``."""
+    n = Z.shape[-1]
+    ordered = _sorted(Z)
+    gaps = (ordered[..., spacing:] - ordered[..., :-spacing]).clamp_min(1e-12)
+    return gaps.log().mean(dim=-1) + math.log((n + 1) / spacing)
+
+
+def _sorted(Z):
+    """``Z`` sorted along its last axis. On the CPU by numpy, whose vectorised sort took a
+    tenth of torch's time on a search's grids (16 planes x 24 angles x 2 columns x 6,000
+    rows: 10 against 110 ms), its rows split among the fit's threads (numpy's sort
+    releases the GIL; 5.8 ms on two)."""
+    if Z.device.type != "cpu":
+        return torch.sort(Z, dim=-1).values
+    values = Z.detach().contiguous().numpy()
+    rows = values.reshape(-1, values.shape[-1])
+    threads = min(torch.get_num_threads(), len(rows))
+    if threads <= 1:
+        return torch.from_numpy(np.sort(values, axis=-1))
+    ordered = np.empty_like(rows)
+
+    def sort_part(part):
+        ordered[part] = np.sort(rows[part], axis=-1)
+
+    bounds = np.linspace(0, len(rows), threads + 1).astype(int)
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(sort_part, map(slice, bounds[:-1], bounds[1:])))
+    return torch.from_numpy(ordered.reshape(values.shape))
 
 
 def _rounds(d):
@@ -61,7 +86,7 @@ def _best_angles(first, second, spacing):
         angles = center[:, None] + width * steps.to(first)  # (planes, K)
         cos, sin = angles.cos()[..., None], angles.sin()[..., None]
         a, b = first[:, None], second[:, None]
-        turned = torch.stack([cos * a + sin * b, cos * b - sin * a], dim=-1)  # (planes, K, n, 2)
+        turned = torch.stack([cos * a + sin * b, cos * b - sin * a], dim=-2)  # (planes, K, 2, n)
         entropy = spacing_entropy(turned, spacing).sum(dim=-1)
         follow_load()  # a grid's sort is most of a fit's time on large data
         center = angles.gather(1, entropy.argmin(dim=1, keepdim=True)).squeeze(1)

@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 import torch
 
-from sklearn_adm._spacings import _rounds, entropy_rotation, spacing_entropy
+from sklearn_adm._spacings import _rounds, _sorted, entropy_rotation, spacing_entropy
 
 
 def test_spacing_entropy_reads_known_entropies():
     rng = np.random.default_rng(0)
     columns = np.c_[rng.uniform(0, 1, 20_000), rng.normal(size=20_000), rng.laplace(size=20_000)]
-    entropy = spacing_entropy(torch.as_tensor(columns), spacing=141).numpy()
+    entropy = spacing_entropy(torch.as_tensor(columns.T), spacing=141).numpy()
     expected = [0.0, 0.5 * math.log(2 * math.pi * math.e), 1 + math.log(2)]
     # Vasicek's estimate is biased low in long tails (measured 0.022 and 0.030 here)
     np.testing.assert_allclose(entropy, expected, atol=0.04)
@@ -46,3 +46,16 @@ def test_one_column_is_left_as_it_is():
     rotation = torch.eye(1, dtype=torch.float64)
     Y = torch.randn(100, 1, dtype=torch.float64)
     assert entropy_rotation(Y, rotation, sweeps=2) is rotation
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_sorted_matches_torch_sort_on_any_number_of_threads(threads):
+    grid = torch.randn(5, 7, 2, 301, generator=torch.Generator().manual_seed(0))
+    caller = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        ordered = _sorted(grid)
+    finally:
+        torch.set_num_threads(caller)
+    assert ordered.shape == grid.shape and ordered.dtype == grid.dtype
+    assert torch.equal(ordered, torch.sort(grid, dim=-1).values)
