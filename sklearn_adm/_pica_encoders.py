@@ -5,6 +5,7 @@ import torch
 from torch import nn
 
 from ._game import Autoencoders
+from ._linalg import solve_ex
 from ._rotation import (
     NormalisedMomentum,
     first_angles,
@@ -145,8 +146,8 @@ class _SubspaceAutoencoders(Autoencoders):
             d = gram.shape[-1]
             scale = torch.diagonal(gram, dim1=-2, dim2=-1).mean(dim=-1)[:, None, None]
             scale = scale.clamp_min(torch.finfo(gram.dtype).tiny)  # 0 in constant data
-            ridge = 1e-3 * torch.eye(d, dtype=gram.dtype, device=gram.device)
-            return torch.linalg.inv_ex(gram / scale + ridge)[0]
+            eye = torch.eye(d, dtype=gram.dtype, device=gram.device)
+            return solve_ex(gram / scale + 1e-3 * eye, eye.expand_as(gram))[0]  # the inverse
 
     def _moving_frame(self):
         """The orthonormal frame, with the preconditioned, subspace-changing gradient."""

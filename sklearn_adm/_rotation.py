@@ -13,6 +13,7 @@ from torch import nn
 
 from ._adam import GameOptimizer
 from ._functional import tanh
+from ._linalg import solve_ex
 from ._threads import follow_load
 
 
@@ -59,7 +60,7 @@ def _cayley(A):
     """The rotation ``(I - A/2)^(-1) (I + A/2)`` of a skew matrix ``A``: orthogonal exactly,
     close to ``expm(A)`` for small ``A``, and one batched solve."""
     eye = torch.eye(A.shape[-1], dtype=A.dtype, device=A.device)
-    return torch.linalg.solve_ex(eye - 0.5 * A, eye + 0.5 * A)[0]
+    return solve_ex(eye - 0.5 * A, eye + 0.5 * A)[0]
 
 
 #: E[log cosh(nu)] for a standard normal nu: the contrast's value for a Gaussian direction

@@ -16,6 +16,7 @@ and the pair stays near its start.
 
 import torch
 
+from ._linalg import solve_ex
 from ._threads import follow_load
 
 #: centres and width of the Gaussian bumps, for columns of unit variance
@@ -71,7 +72,7 @@ def score_fit(S):
     ridge = _RIDGE * torch.diagonal(gram, dim1=-2, dim2=-1).mean(dim=-1)
     gram = gram + ridge[:, None, None] * torch.eye(k, dtype=S.dtype, device=S.device)
     mean_slopes = slopes.mean(dim=0)  # (d, k)
-    coefficients = torch.linalg.solve(gram, mean_slopes[..., None])[..., 0]  # (d, k)
+    coefficients = solve_ex(gram, mean_slopes[..., None])[0][..., 0]  # (d, k)
     return coefficients, (mean_slopes * coefficients).sum(-1)
 
 
