@@ -75,14 +75,22 @@ class _RotationEncoders(Autoencoders):
     def rotations(self):
         return self.base @ torch.linalg.matrix_exp(self.skew - self.skew.transpose(-1, -2))
 
+    def _differentiable_rotations(self):
+        """:meth:`rotations` where the game differentiates them, between two updates: ``S``
+        is 0 there (``after_update`` folds each step into ``base``), and at 0 ``expm(G)``
+        and ``I + G`` have the same value and the same derivative. The exponential's backward
+        pass cost a third of ICA's fit at 384 components (30 of 96 s of its game)."""
+        return self.base + self.base @ (self.skew - self.skew.transpose(-1, -2))
+
     def encode(self, x):
-        return torch.einsum("nk,rkd->nrd", x, self.rotations()).flatten(start_dim=1)
+        rotations = self._differentiable_rotations()
+        return torch.einsum("nk,rkd->nrd", x, rotations).flatten(start_dim=1)
 
     def reconstruction_error(self, x, z):
         """The squared distance of each rotation from its start, per component: nothing is
         lost by rotating white data, and this term keeps a rotation where its start was
         wherever the critic finds no dependence to remove (nearly Gaussian sources)."""
-        gap = self.rotations() - self.start
+        gap = self._differentiable_rotations() - self.start
         return gap.square().sum(dim=(1, 2)) / (2 * gap.shape[-1])
 
     def after_update(self):
