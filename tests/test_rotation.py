@@ -145,3 +145,23 @@ def test_exploration_stops_once_every_start_sits_at_a_fixed_point(monkeypatch):
     estimated = (Y @ R)[0]
     correlation = np.corrcoef(np.c_[sources.numpy(), estimated.numpy()].T)[:3, 3:]
     assert (np.abs(correlation).max(axis=1) > 0.99).all()
+
+
+def test_ica_encoder_differentiates_its_rotations_as_the_exponential_does():
+    """Between updates the generator is 0, where ``I + G`` stands in for ``expm(G)``: the
+    same codes and the same gradient of any loss with respect to the generator."""
+    from sklearn_adm._ica_start import _RotationEncoders
+
+    generator = torch.Generator().manual_seed(0)
+    start = polar(torch.randn(5, 5, generator=generator, dtype=torch.float64))
+    encoders = _RotationEncoders(torch.eye(5, dtype=torch.float64), start, n_init=2)
+    x = torch.randn(50, 5, generator=generator, dtype=torch.float64)
+    weights = torch.randn(50, 10, generator=generator, dtype=torch.float64)
+
+    codes = encoders.encode(x)
+    (gradient,) = torch.autograd.grad((weights * codes.tanh()).sum(), encoders.skew)
+    exact = torch.einsum("nk,rkd->nrd", x, encoders.rotations()).flatten(start_dim=1)
+    (exact_gradient,) = torch.autograd.grad((weights * exact.tanh()).sum(), encoders.skew)
+    torch.testing.assert_close(codes, exact, rtol=0, atol=1e-15)
+    torch.testing.assert_close(gradient, exact_gradient, rtol=1e-12, atol=1e-12)
+    assert gradient.abs().max() > 0.1  # a real gradient, not two zeros
