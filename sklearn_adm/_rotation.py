@@ -58,7 +58,7 @@ def orthonormalise(W):
 
 def _cayley(A):
     """The rotation ``(I - A/2)^(-1) (I + A/2)`` of a skew matrix ``A``: orthogonal exactly,
-    close to ``expm(A)`` for small ``A``, and one batched solve."""
+    close to ``expm(A)`` for small ``A``, and one linear solve per matrix."""
     eye = torch.eye(A.shape[-1], dtype=A.dtype, device=A.device)
     return solve_ex(eye - 0.5 * A, eye + 0.5 * A)[0]
 
