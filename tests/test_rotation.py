@@ -1,8 +1,10 @@
-"""The Stiefel helpers behind PICA: polar retraction, negentropy rotation, the optimizer."""
+"""The Stiefel helpers behind PICA (polar retraction, negentropy rotation, the optimizer) and
+ICA's rotation encoders."""
 
 import numpy as np
 import torch
 
+from sklearn_adm._ica_start import _RotationEncoders
 from sklearn_adm._rotation import (
     NormalisedMomentum,
     _fixed_point,
@@ -150,8 +152,6 @@ def test_exploration_stops_once_every_start_sits_at_a_fixed_point(monkeypatch):
 def test_ica_encoder_differentiates_its_rotations_as_the_exponential_does():
     """Between updates the generator is 0, where ``I + G`` stands in for ``expm(G)``: the
     same codes and the same gradient of any loss with respect to the generator."""
-    from sklearn_adm._ica_start import _RotationEncoders
-
     generator = torch.Generator().manual_seed(0)
     start = polar(torch.randn(5, 5, generator=generator, dtype=torch.float64))
     encoders = _RotationEncoders(torch.eye(5, dtype=torch.float64), start, n_init=2)
