@@ -63,6 +63,11 @@ class Autoencoders(nn.Module):
         (may be infinite); zero where the objective alone decides."""
         return torch.zeros(self.n_init, device=z.device)
 
+    def variance_hinge(self, z):
+        """The variance hinge of each code ``(n_init * n_components,)`` given the codes
+        ``z`` just encoded: :func:`variance_hinge` on them."""
+        return variance_hinge(z)
+
     def after_update(self):
         """Called after every encoder update (a retraction, a constraint, a second solver)."""
 
@@ -295,7 +300,7 @@ class AdversarialGame:
         terms = (
             reconstruction,
             self._per_start(mse, autoencoder.n_init),
-            self._per_start(variance_hinge(z), autoencoder.n_init),
+            self._per_start(autoencoder.variance_hinge(z), autoencoder.n_init),
         )
         return self._loss(*terms), terms, alpha, z
 
@@ -320,7 +325,7 @@ class AdversarialGame:
         weight = z.new_full((1,), -s.dependence_weight * n_init / z.shape[1])
         mse, grad_z = dependence_gradient(self.critic, z.detach(), self.alpha, weight)
         reconstruction = autoencoder.reconstruction_error(batch, z)
-        penalty = self._per_start(variance_hinge(z), n_init)
+        penalty = self._per_start(autoencoder.variance_hinge(z), n_init)
         terms = (reconstruction, self._per_start(mse, n_init), penalty)
         # Restarts share no parameters: the gradient of the sum trains each on its own loss.
         loss = self._loss(*terms)  # the critic's MSE is a constant here: its term's gradient
