@@ -74,6 +74,10 @@ def workloads(device):
             lambda: NonlinearPICA(32, device=device, random_state=0).fit(text),
             ("PCA(32)", lambda: PCA(32).fit(text)),
         ),
+        "NonlinearPICA(32), digits": (
+            lambda: NonlinearPICA(32, device=device, random_state=0).fit(digits),
+            ("PCA(32)", lambda: PCA(32).fit(digits)),
+        ),
         "grid search, digits, 3 settings x 3 folds": (
             grid_search(
                 PICA(16, device=device, random_state=0),
