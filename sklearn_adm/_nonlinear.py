@@ -293,7 +293,7 @@ class NonlinearPICA(BaseADMTransformer):
         Rows per minibatch of the autoencoder; None (or a size above the number of training
         rows) uses them all. The critic's minibatches hold ``max(128, 2048 // n_components)``
         rows when that is fewer.
-    learning_rate : float, default=3e-3
+    learning_rate : float, default=5e-3
         Adam's step size for the weights of the encoder and the decoder.
     critic_learning_rate : float, default=2e-2
         Adam's step size for the critic.
@@ -381,7 +381,7 @@ class NonlinearPICA(BaseADMTransformer):
         probes=True,
         max_iter=5000,
         batch_size=512,
-        learning_rate=3e-3,
+        learning_rate=5e-3,
         critic_learning_rate=2e-2,
         tol=1e-3,
         n_iter_no_change=120,
