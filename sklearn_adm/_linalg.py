@@ -10,6 +10,7 @@ components) hung there. On the CPU the matrices of a batch are therefore solved 
 time, each by the same LAPACK call: the same numbers.
 """
 
+import numpy as np
 import torch
 
 __all__ = ["solve_ex"]
@@ -21,7 +22,8 @@ def solve_ex(A, B):
     CPU."""
     if A.device.type != "cpu" or (A.ndim == 2 and B.ndim == 2):
         return torch.linalg.solve_ex(A, B)
-    batch = torch.broadcast_shapes(A.shape[:-2], B.shape[:-2])
+    # numpy's, not torch's: torch.broadcast_shapes imports sympy on its first call (0.3 s)
+    batch = np.broadcast_shapes(A.shape[:-2], B.shape[:-2])
     A = A.expand(*batch, *A.shape[-2:]).reshape(-1, *A.shape[-2:])
     B = B.expand(*batch, *B.shape[-2:]).reshape(-1, *B.shape[-2:])
     solved = [torch.linalg.solve_ex(a, b) for a, b in zip(A, B, strict=True)]
