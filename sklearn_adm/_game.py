@@ -134,6 +134,10 @@ class GameSettings:
     #: stop, before the first update too, when the held-out critic finds no more dependence
     #: than independence gives (:func:`within_noise`)
     stop_when_independent: bool = False
+    #: keep the game's encoder only where a critic that did not play finds less dependence
+    #: on the held-out rows in it than in the start (:meth:`AdversarialGame.confirm`); for
+    #: games whose starts are not narrowed
+    confirm_with_fresh_critic: bool = False
 
 
 @dataclass
@@ -196,6 +200,16 @@ def calibrate(critic, z):
     return calibrated_fit(*critic.target_and_prediction(z))
 
 
+@torch.no_grad()
+def _row_errors(critic, z):
+    """Each row's share of each feature's calibrated error of :func:`calibrate`,
+    ``(n, d)``: their mean over the rows is that error."""
+    target, prediction = critic.target_and_prediction(z)
+    alpha, _ = calibrated_fit(target, prediction)
+    shrunk = alpha * prediction
+    return 1.0 - (2.0 * target - shrunk) * shrunk
+
+
 def calibrated_fit(target, prediction):
     """:func:`calibrate` from the targets and predictions ``(..., n, d)``, per set of rows
     along the leading axes: ``alpha`` and the MSE, each ``(..., d)``."""
@@ -204,6 +218,11 @@ def calibrated_fit(target, prediction):
     alpha = (cross / power.clamp_min(torch.finfo(power.dtype).tiny)).clamp(0.0, 1.0)
     return alpha, dependence_mse(target, alpha.unsqueeze(-2) * prediction)
 
+
+#: training rows, at most, on whose codes the critics of :meth:`AdversarialGame.confirm` train
+_CONFIRMATION_ROWS = 8192
+#: standard errors by which the result's held-out error must exceed the start's there
+_CONFIRMATION_Z = 2.0
 
 #: seconds of critic training after which a progress bar appears (on a terminal only)
 _PROGRESS_DELAY_S = 3.0
@@ -272,6 +291,10 @@ class AdversarialGame:
         )
         self.alpha = torch.ones(critic.n_features, device=device)
         self.critic_update = self._critic_updates(device)
+        # the critic before it has played: the judge of :meth:`confirm`
+        self.untrained_critic = (
+            copy.deepcopy(critic) if settings.confirm_with_fresh_critic else None
+        )
 
     def _critic_updates(self, device):
         """The critic's steps, with a fresh Adam (a new critic's parameters need one)."""
@@ -409,6 +432,8 @@ class AdversarialGame:
                 if not self.step(X_train, X_val):
                     break
                 progress.update()
+                if s.confirm_with_fresh_critic and self.n_iter == s.eval_every:
+                    self._judge_early(X_train, X_val)
                 if self.val_terms is not None and self.n_iter % s.eval_every == 0:
                     progress.set_postfix(
                         reconstruction=f"{self.val_terms[0][self.leader].item():.4f}",
@@ -426,6 +451,8 @@ class AdversarialGame:
             progress.close()
         self.autoencoder.load_state_dict(self.average.module.state_dict())
         self.autoencoder.finish()
+        if s.confirm_with_fresh_critic and self.n_iter > 0 and not self.diverged:
+            self.confirm(X_train, X_val)
         history = self.history.entries(self.leader)
         return GameResult(history, self.n_iter, self.converged, self.leader, self.diverged)
 
@@ -436,6 +463,7 @@ class AdversarialGame:
         self.history, self.stopping = History(), self._stopping_rule()
         self.n_iter, self.leader, self.criteria, self.val_terms = 0, 0, [], None
         self.converged, self.diverged = False, False
+        self.verdict = None  # of :meth:`_judge_early`
         self._train_critic(X_train, s.warmup_steps)
         if s.stop_when_independent:
             objective, val_terms, _, criterion = self._evaluate(X_val)
@@ -445,7 +473,81 @@ class AdversarialGame:
                 if s.verbose:
                     tqdm.write(f"{desc}: the held-out critic finds no dependence left; no update.")
                 self.converged = True
-        self.last_good = copy.deepcopy(self.average.module.state_dict())
+        self.last_good = self.start = copy.deepcopy(self.average.module.state_dict())
+
+    def confirm(self, X_train, X_val):
+        """Keep the leading start's encoder only where a critic that did not play finds
+        less dependence in it than in the start (:meth:`_judge`); else return the start."""
+        confirmed = self.verdict is not False and self._judge(self.autoencoder, X_train, X_val)
+        if not confirmed:
+            self.autoencoder.load_state_dict(self._start_encoder().state_dict())
+
+    def _judge_early(self, X_train, X_val):
+        """At the first held-out evaluation, :meth:`_judge` the averaged encoder: a game
+        whose result a critic that did not play does not find less dependent than the
+        start stops there (on the docstrings and digits, every game so judged at update
+        10 was judged so at its end too)."""
+        if self.converged or self.diverged:
+            return
+        average = copy.deepcopy(self.average.module)
+        average.finish()
+        self.verdict = self._judge(average, X_train, X_val)
+        self.converged = not self.verdict
+
+    def _start_encoder(self):
+        """The encoder as the game found it, finished."""
+        start = copy.deepcopy(self.autoencoder)
+        start.load_state_dict(self.start)
+        start.finish()
+        return start
+
+    def _judge(self, encoder, X_train, X_val):
+        """Whether a critic that did not play finds less dependence on the held-out rows
+        in the leading start of the finished ``encoder`` than in the start.
+
+        A critic that played turns an encoder into one that fools it, which another critic
+        need not be fooled by: on sentence embeddings, digits and the paper's example, where
+        no rotation makes the components independent, ICA's game made them *more*
+        dependent on held-out rows for gradient-boosted trees and for a new critic alike,
+        while its own critic read less. Two copies of the untrained critic train side by
+        side, on the same minibatches of training rows, as many steps as the game's critic
+        did, one on the start's codes and one on ``encoder``'s, and each reads its
+        calibrated error on the held-out rows; the result is confirmed where its error is
+        the larger by more than ``_CONFIRMATION_Z`` standard errors of the difference,
+        paired by row. The history's last entry records both errors
+        (``fresh_critic_mse_start``, ``fresh_critic_mse``) and ``confirmed``.
+        """
+        s, leader, start = self.settings, self.leader, self._start_encoder()
+        # one critic of two groups, the start's codes and the result's, side by side: both
+        # train on the same minibatches, in one batched step
+        critic = copy.deepcopy(self.untrained_critic).keep_groups([leader, leader])
+        size = critic.n_features // 2
+        columns = slice(leader * size, (leader + 1) * size)
+        rows = X_train.draw(_CONFIRMATION_ROWS, 1, self.generator)  # all, where fewer
+        with torch.no_grad():
+            codes, held_out = (
+                torch.cat([start.encode(x)[:, columns], encoder.encode(x)[:, columns]], dim=1)
+                for x in (rows, X_val)
+            )
+        train_critic(
+            critic,
+            codes,
+            steps=s.warmup_steps + self.n_iter * s.critic_steps,  # as many as the game's
+            batch_size=s.critic_batch_size,
+            learning_rate=s.critic_learning_rate,
+            generator=self.generator,
+        )
+        errors = _row_errors(critic, held_out).view(len(held_out), 2, size).mean(dim=2)
+        # a larger error is less dependence; the two are read on the same rows
+        gain = errors[:, 1] - errors[:, 0]
+        standard_error = gain.std() / len(gain) ** 0.5
+        confirmed = bool(gain.mean() > _CONFIRMATION_Z * standard_error)
+        self.history.note(
+            fresh_critic_mse_start=float(errors[:, 0].mean()),
+            fresh_critic_mse=float(errors[:, 1].mean()),
+            confirmed=confirmed,
+        )
+        return confirmed
 
     def step(self, X_train, X_val):
         """One update (Algorithm 1's), and every ``eval_every`` updates the held-out

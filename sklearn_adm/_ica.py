@@ -33,7 +33,10 @@ class ICA(LinearADMTransformer):
     ``w_init``), refines that rotation for densities a fixed contrast misses, and then lets an
     ADM critic (paper, Algorithm 1) look for dependence left between the components on rows
     it never trained on: where it finds none beyond noise, the fit stops there (``n_iter_ ==
-    0``); where it finds some, the game turns the rotation against it.
+    0``); where it finds some, the game turns the rotation against it. A game can fool its
+    own critic, so its rotation is kept only where a critic that did not play finds the
+    components less dependent on those rows than in the start (checked at the first
+    held-out evaluation, where a game that fails stops, and at the end).
 
     The refinement turns the rotation, one plane at a time, to the least summed m-spacing
     entropy of the components (Vasicek's estimate, as in Learned-Miller & Fisher's
@@ -130,7 +133,11 @@ class ICA(LinearADMTransformer):
     history_ : list of dict
         Per update: the critic's MSE (and, every 10 updates, on held-out rows, with
         ``"independent"``: whether that held-out estimate was within the noise of
-        independence). When ``n_iter_ == 0``, one entry, before any update.
+        independence). When ``n_iter_ == 0``, one entry, before any update. Where the
+        game played, its last entry says whether a critic that did not play confirmed
+        its result (``"confirmed"``, with that critic's held-out errors on the start and
+        on the result, ``"fresh_critic_mse_start"`` and ``"fresh_critic_mse"``); where it
+        did not, the start is kept.
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -245,6 +252,17 @@ class ICA(LinearADMTransformer):
         stop_when_independent=True,
     )
 
+    def _game_settings(self, n_train, n_components):
+        from ._game import GameSettings
+
+        return GameSettings(
+            dependence_weight=1.0,
+            reconstruction_weight=_ANCHOR_WEIGHT,
+            variance_weight=0.0,
+            confirm_with_fresh_critic=True,
+            **self._shared_game_settings(n_train, n_components),
+        )
+
     def _resolve_n_components(self, X):
         """FastICA's rule, with FastICA's warnings; a share of variance or ``"mle"`` as PCA
         resolves them."""
@@ -329,16 +347,6 @@ class ICA(LinearADMTransformer):
         # the nearest rotation, by SVD: robust to the singular directions of low-rank data
         left, _, right = np.linalg.svd(unmixing)
         return whitener, torch.as_tensor(white), torch.as_tensor(left @ right)
-
-    def _game_settings(self, n_train, n_components):
-        from ._game import GameSettings
-
-        return GameSettings(
-            dependence_weight=1.0,
-            reconstruction_weight=_ANCHOR_WEIGHT,
-            variance_weight=0.0,
-            **self._shared_game_settings(n_train, n_components),
-        )
 
     def _store_fitted(self, autoencoder, init, X, mean, scale):
         unmixing = autoencoder.unmixing(init)  # (n_features, d), on the scaled inputs

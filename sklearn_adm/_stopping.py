@@ -103,6 +103,10 @@ class History:
         self.records[-1]["val"] = torch.stack([objective, *terms]).cpu()
         self.records[-1].update(readings)
 
+    def note(self, **readings):
+        """Add ``readings`` to the last record."""
+        self.records[-1].update(readings)
+
     def keep_starts(self, keep):
         for record in self.records:
             for key in ("train", "val"):
