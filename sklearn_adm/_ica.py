@@ -35,8 +35,8 @@ class ICA(LinearADMTransformer):
     it never trained on: where it finds none beyond noise, the fit stops there (``n_iter_ ==
     0``); where it finds some, the game turns the rotation against it. A game can fool its
     own critic, so its rotation is kept only where a critic that did not play finds the
-    components less dependent on those rows than in the start (checked at the first
-    held-out evaluation, where a game that fails stops, and at the end).
+    components less dependent on those rows than in the start (checked by ``fit`` at the
+    first held-out evaluation, where a game that fails stops, and at the end).
 
     The refinement turns the rotation, one plane at a time, to the least summed m-spacing
     entropy of the components (Vasicek's estimate, as in Learned-Miller & Fisher's
