@@ -478,9 +478,12 @@ class AdversarialGame:
     def confirm(self, X_train, X_val):
         """Keep the leading start's encoder only where a critic that did not play finds
         less dependence in it than in the start (:meth:`_judge`); else return the start."""
-        confirmed = self.verdict is not False and self._judge(self.autoencoder, X_train, X_val)
+        start = self._start_encoder()
+        confirmed = self.verdict is not False and self._judge(
+            self.autoencoder, start, X_train, X_val
+        )
         if not confirmed:
-            self.autoencoder.load_state_dict(self._start_encoder().state_dict())
+            self.autoencoder.load_state_dict(start.state_dict())
 
     def _judge_early(self, X_train, X_val):
         """At the first held-out evaluation, :meth:`_judge` the averaged encoder: a game
@@ -491,7 +494,7 @@ class AdversarialGame:
             return
         average = copy.deepcopy(self.average.module)
         average.finish()
-        self.verdict = self._judge(average, X_train, X_val)
+        self.verdict = self._judge(average, self._start_encoder(), X_train, X_val)
         self.converged = not self.verdict
 
     def _start_encoder(self):
@@ -501,9 +504,10 @@ class AdversarialGame:
         start.finish()
         return start
 
-    def _judge(self, encoder, X_train, X_val):
+    def _judge(self, encoder, start, X_train, X_val):
         """Whether a critic that did not play finds less dependence on the held-out rows
-        in the leading start of the finished ``encoder`` than in the start.
+        in the leading start of the finished ``encoder`` than in ``start``
+        (:meth:`_start_encoder`).
 
         A critic that played turns an encoder into one that fools it, which another critic
         need not be fooled by: on sentence embeddings, digits and the paper's example, where
@@ -517,7 +521,7 @@ class AdversarialGame:
         paired by row. The history's last entry records both errors
         (``fresh_critic_mse_start``, ``fresh_critic_mse``) and ``confirmed``.
         """
-        s, leader, start = self.settings, self.leader, self._start_encoder()
+        s, leader = self.settings, self.leader
         # one critic of two groups, the start's codes and the result's, side by side: both
         # train on the same minibatches, in one batched step
         critic = copy.deepcopy(self.untrained_critic).keep_groups([leader, leader])

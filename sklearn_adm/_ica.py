@@ -252,17 +252,6 @@ class ICA(LinearADMTransformer):
         stop_when_independent=True,
     )
 
-    def _game_settings(self, n_train, n_components):
-        from ._game import GameSettings
-
-        return GameSettings(
-            dependence_weight=1.0,
-            reconstruction_weight=_ANCHOR_WEIGHT,
-            variance_weight=0.0,
-            confirm_with_fresh_critic=True,
-            **self._shared_game_settings(n_train, n_components),
-        )
-
     def _resolve_n_components(self, X):
         """FastICA's rule, with FastICA's warnings; a share of variance or ``"mle"`` as PCA
         resolves them."""
@@ -347,6 +336,17 @@ class ICA(LinearADMTransformer):
         # the nearest rotation, by SVD: robust to the singular directions of low-rank data
         left, _, right = np.linalg.svd(unmixing)
         return whitener, torch.as_tensor(white), torch.as_tensor(left @ right)
+
+    def _game_settings(self, n_train, n_components):
+        from ._game import GameSettings
+
+        return GameSettings(
+            dependence_weight=1.0,
+            reconstruction_weight=_ANCHOR_WEIGHT,
+            variance_weight=0.0,
+            confirm_with_fresh_critic=True,
+            **self._shared_game_settings(n_train, n_components),
+        )
 
     def _store_fitted(self, autoencoder, init, X, mean, scale):
         unmixing = autoencoder.unmixing(init)  # (n_features, d), on the scaled inputs
