@@ -2,12 +2,20 @@
 
 import itertools
 import math
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
 import torch
 
-from sklearn_adm._spacings import _rounds, _sorted, entropy_rotation, spacing_entropy
+from sklearn_adm import _spacings
+from sklearn_adm._spacings import (
+    _grid_entropy,
+    _rounds,
+    _turned_entropy,
+    entropy_rotation,
+    spacing_entropy,
+)
 
 
 def test_spacing_entropy_reads_known_entropies():
@@ -49,13 +57,26 @@ def test_one_column_is_left_as_it_is():
 
 
 @pytest.mark.parametrize("threads", [1, 3])
-def test_sorted_matches_torch_sort_on_any_number_of_threads(threads):
-    grid = torch.randn(5, 7, 2, 301, generator=torch.Generator().manual_seed(0))
+def test_the_cpu_grid_in_numpy_reads_as_torch_on_any_number_of_threads(threads, monkeypatch):
+    """On the CPU a grid is evaluated in numpy, its planes split among the threads; the
+    entropies are torch's (the path of other devices) to float32 rounding."""
+    monkeypatch.setattr(_spacings, "_GRID_PER_THREAD", 1000)  # a thread for this small grid
+    generator = torch.Generator().manual_seed(0)
+    first, second = torch.randn(2, 5, 3001, generator=generator)
+    angles = torch.rand(5, 24, generator=generator) - 0.5
     caller = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        ordered = _sorted(grid)
+        with ThreadPoolExecutor(threads) as pool:
+            entropy = _grid_entropy(first, second, angles, 55, pool)
     finally:
         torch.set_num_threads(caller)
-    assert ordered.shape == grid.shape and ordered.dtype == grid.dtype
-    assert torch.equal(ordered, torch.sort(grid, dim=-1).values)
+    cos, sin = angles.cos()[..., None], angles.sin()[..., None]
+    expected = _turned_entropy(first[:, None], second[:, None], cos, sin, 55)
+    assert entropy.shape == expected.shape == (5, 24) and entropy.dtype == torch.float32
+    torch.testing.assert_close(entropy, expected, rtol=0, atol=1e-5)
+    # a plane's entropy sum repeats every quarter turn: columns swap, one sign flips
+    with ThreadPoolExecutor(1) as pool:
+        turned = _grid_entropy(first, second, angles + math.pi / 2, 55, pool)
+    torch.testing.assert_close(turned, entropy, rtol=0, atol=1e-5)
+    assert torch.get_num_threads() == caller
