@@ -260,3 +260,18 @@ def test_a_constant_first_feature_loses_no_direction():
         return 1 - residual.var(axis=0).sum() / X.var(axis=0).sum()
 
     assert explained(ica) == pytest.approx(explained(pca), rel=1e-5)
+
+
+def test_rank_deficient_data_get_as_many_components_as_directions():
+    """Three sources behind five mixtures: two directions of no variance. Whitened, their
+    rounding would be scaled up to unit variance and the components built on it would be
+    noise that ``mixing_`` cannot invert (before: 5 components, reconstruction errors of
+    the data's size). ICA keeps the three directions of variance, and says so when more
+    were asked for."""
+    rng = np.random.default_rng(0)
+    X = rng.laplace(size=(500, 3)) @ rng.normal(size=(3, 5))
+    ica = ICA(random_state=0).fit(X)
+    assert ica.n_components_ == 3 and ica.components_.shape == (3, 5)
+    np.testing.assert_allclose(ica.inverse_transform(ica.transform(X)), X, atol=1e-6)
+    with pytest.warns(UserWarning, match=r"n_components=4 is above the rank .+, 3: it will be set"):
+        assert ICA(4, random_state=0).fit(X).n_components_ == 3
