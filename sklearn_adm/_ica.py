@@ -15,7 +15,7 @@ from ._chunked import ChunkedArray, Moments, code_moments
 from ._linear import LinearADMTransformer, flip_signs
 from ._warnings import raised_at_caller, warn
 
-#: FastICA's parameters that ICA passes to its start, validated as FastICA validates them
+#: FastICA's parameters of ICA, validated as FastICA validates them
 _FASTICA_PARAMETERS = ("algorithm", "whiten", "fun", "fun_args", "w_init", "whiten_solver")
 #: FastICA's runs from random starts added where its first solution has a Gaussian column
 _EXTRA_STARTS = 3
