@@ -30,6 +30,7 @@ from .metrics import (
     distance_correlation_one_vs_rest,
     distance_correlation_pairwise,
     gradient_boosting_dependence,
+    permuted_distance_correlation,
 )
 
 #: Options of the learned metric, and their defaults.
@@ -76,10 +77,9 @@ class DependenceTestResult:
         ``test(X, Y)``.
     pvalue : float, ndarray or pandas.Series
         The permutation p-value(s), at least ``1 / (n_permutations + 1)``.
-    null_mean : float, ndarray, pandas.Series or None
+    null_mean : float, ndarray or pandas.Series
         The mean estimate over the permutations: the estimator's floor, the value it gives
-        to independent data of the same marginals and size. None where the permutations'
-        estimates are not computed (the ``"dcor"`` two-sample test runs ``dcor``'s).
+        to independent data of the same marginals and size.
     n_permutations : int
         Permutations drawn.
 
@@ -480,19 +480,13 @@ class DependenceScorer(BaseEstimator):
         XY, rng, device = self._prepare(np.hstack([X, Y]), rng)  # every statistic is invariant
         X, Y = XY[:, : X.shape[1]], XY[:, X.shape[1] :]  # to the scale of X and of Y
         if self.metric in ("dcor", "dcor_sq"):
-            import dcor  # the reference implementation; seconds to import (numba), so only here
-
-            statistic = dcor.distance_correlation(X, Y)
-            statistic = statistic**2 if self.metric == "dcor_sq" else statistic
-            if groups is None:
-                result = dcor.independence.distance_covariance_test(
-                    X, Y, num_resamples=n_permutations, random_state=rng
-                )
-                return float(statistic), float(result.pvalue), None
-            # dCor ranks the permutations as dCov does: the marginal terms do not move
-            orders = group_permutations(len(Y), groups, n_permutations, rng)
-            permuted = np.array([dcor.distance_correlation(X, Y[order]) for order in orders])
-            permuted = permuted**2 if self.metric == "dcor_sq" else permuted
+            if groups is None:  # dcor's test's permutations (of X's rows; these are Y's)
+                orders = [np.argsort(rng.permutation(len(X))) for _ in range(n_permutations)]
+            else:
+                orders = group_permutations(len(Y), groups, n_permutations, rng)
+            statistic, permuted = permuted_distance_correlation(X, Y, np.array(orders))
+            if self.metric == "dcor":
+                statistic, permuted = np.sqrt(statistic), np.sqrt(permuted)
             return float(statistic), float(_p_values(statistic, permuted)), float(permuted.mean())
         if self.metric == "pearson":
             observed = _canonical_correlation(X, Y)

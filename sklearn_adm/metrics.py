@@ -28,6 +28,7 @@ __all__ = [
     "distance_correlation_one_vs_rest",
     "distance_correlation_pairwise",
     "gradient_boosting_dependence",
+    "permuted_distance_correlation",
 ]
 
 
@@ -37,18 +38,17 @@ __all__ = [
 _SERIAL_WORK = 2**27
 
 
-def _one_vs_rest_on_free_cores(z):
-    """The sums of :func:`_one_vs_rest_sums` on the threads a fit would use
+def _on_free_cores(work, serial, parallel, *args):
+    """``parallel(*args)`` on the threads a fit would use for ``work`` elements
     (:class:`~sklearn_adm._threads.FitThreads`), leaving torch's count as it was: numba's
     OpenMP pool shares torch's OpenMP runtime, and starting it sets the count to every core (in
     a Dask worker of one thread, that made the next fits run two threads per core, 4x
-    slower). Small work, or one thread, runs the serial kernel."""
-    work = z.size * len(z)
+    slower). Small work, or one thread, runs the ``serial`` kernel."""
     with FitThreads(work=work, follows=False) as threads:
         if threads.n_threads == 1 or work < _SERIAL_WORK:
-            return _one_vs_rest_sums_serial(z)
+            return serial(*args)
         numba.set_num_threads(min(threads.n_threads, numba.config.NUMBA_NUM_THREADS))
-        return _one_vs_rest_sums(z)
+        return parallel(*args)
 
 
 @numba.njit(inline="always")
@@ -156,7 +156,8 @@ def distance_correlation_one_vs_rest(Z, *, squared=False, device="cpu"):
     Z = np.ascontiguousarray(Z, dtype=np.float64)
     n = Z.shape[0]
     if torch.device(device).type == "cpu":
-        row_a, row_b, sum_ab, sum_aa, sum_bb = _one_vs_rest_on_free_cores(Z)
+        sums = _on_free_cores(Z.size * n, _one_vs_rest_sums_serial, _one_vs_rest_sums, Z)
+        row_a, row_b, sum_ab, sum_aa, sum_bb = sums
     else:
         row_a, row_b, sum_ab, sum_aa, sum_bb = _one_vs_rest_sums_torch(Z, device)
     squared_dcor = _ratio(
@@ -165,6 +166,86 @@ def distance_correlation_one_vs_rest(Z, *, squared=False, device="cpu"):
         _centred_sum(sum_bb.sum(axis=0), row_b, row_b, n),
     )
     return squared_dcor if squared else np.sqrt(squared_dcor)
+
+
+def permuted_distance_correlation(X, Y, orders):
+    """Squared distance correlation of the rows of ``X`` and ``Y``, and with ``Y``'s rows in
+    each of ``orders``: the statistic of a permutation test of independence.
+
+    Parameters
+    ----------
+    X, Y : ndarray of shape (n_samples, p) and (n_samples, q)
+    orders : ndarray of int of shape (n_permutations, n_samples)
+        Row ``orders[c, i]`` of ``Y`` takes the place of row ``i`` in permutation ``c``.
+
+    Returns
+    -------
+    observed : float
+        ``dcor.distance_correlation_sqr(X, Y)``.
+    permuted : ndarray of shape (n_permutations,)
+        ``dcor.distance_correlation_sqr(X, Y[order])`` for each order.
+
+    Notes
+    -----
+    Each sample's distances are double-centred once (two ``n x n`` matrices, in float64);
+    a permutation then costs one pass over them (:func:`_permuted_cross_sums`), reading the
+    permuted matrix's rows in place, where ``dcor``'s test copies a permuted matrix each time
+    (3,054 rows: 0.15 s against 3.7-9 s for 200 permutations).
+    """
+    n = len(X)
+    x, y = _double_centred_distances(X), _double_centred_distances(Y)
+    variance = np.sqrt(max(np.mean(x * x), 0.0) * max(np.mean(y * y), 0.0))
+    if variance == 0:  # a constant sample: no dependence to measure
+        return 0.0, np.zeros(len(orders))
+    orders = np.ascontiguousarray(orders, dtype=np.intp)
+    work = len(orders) * n * n
+    cross = _on_free_cores(work, _permuted_cross_sums_serial, _permuted_cross_sums, x, y, orders)
+    observed = float(np.mean(x * y))
+    return max(observed, 0.0) / variance, np.maximum(cross / n**2, 0.0) / variance
+
+
+def _double_centred_distances(A):
+    """The double-centred Euclidean distances between the rows of ``A``, ``(n, n)``."""
+    from scipy.spatial.distance import cdist
+
+    distances = cdist(A, A)
+    row_means = distances.mean(axis=1)
+    distances -= row_means[:, None]
+    distances -= row_means[None, :]
+    distances += row_means.mean()
+    return distances
+
+
+@numba.njit(inline="always", fastmath=True)
+def _permuted_cross_sum(fixed, moved, order):
+    """``sum_ik fixed[i, k] moved[order[i], order[k]]``."""
+    total = 0.0
+    for i in range(len(order)):
+        row = moved[order[i]]
+        part = 0.0
+        for k in range(len(order)):
+            part += fixed[i, k] * row[order[k]]
+        total += part
+    return total
+
+
+@numba.njit(parallel=True, cache=True)
+def _permuted_cross_sums(fixed, moved, orders):
+    """:func:`_permuted_cross_sum` for every order, ``(n_permutations,)``; parallel over
+    the permutations."""
+    sums = np.empty(len(orders))
+    for c in numba.prange(len(orders)):
+        sums[c] = _permuted_cross_sum(fixed, moved, orders[c])
+    return sums
+
+
+@numba.njit(cache=True)
+def _permuted_cross_sums_serial(fixed, moved, orders):
+    """:func:`_permuted_cross_sums` on one thread."""
+    sums = np.empty(len(orders))
+    for c in range(len(orders)):
+        sums[c] = _permuted_cross_sum(fixed, moved, orders[c])
+    return sums
 
 
 def distance_correlation_pairwise(Z, *, squared=False, block_rows=None):

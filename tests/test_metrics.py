@@ -4,7 +4,11 @@ import dcor
 import numpy as np
 import pytest
 
-from sklearn_adm.metrics import distance_correlation_one_vs_rest, distance_correlation_pairwise
+from sklearn_adm.metrics import (
+    distance_correlation_one_vs_rest,
+    distance_correlation_pairwise,
+    permuted_distance_correlation,
+)
 
 
 def varied_data():
@@ -86,3 +90,24 @@ def test_numba_kernel_leaves_torch_threads_as_they_were():
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert result.stdout.strip() == "1", result.stderr
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_permuted_distance_correlation_matches_dcor(parallel, monkeypatch):
+    """Each permutation's statistic is dcor's on the permuted rows, on one thread and on
+    the parallel kernel."""
+    from sklearn_adm import metrics
+
+    if parallel:
+        monkeypatch.setattr(metrics, "_SERIAL_WORK", 0)
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(120, 3))
+    Y = np.c_[X[:, 0] ** 2, rng.normal(size=120)] + 0.5 * rng.normal(size=(120, 2))
+    orders = np.array([rng.permutation(120) for _ in range(5)])
+    observed, permuted = permuted_distance_correlation(X, Y, orders)
+    assert observed == pytest.approx(dcor.distance_correlation_sqr(X, Y), rel=1e-10)
+    expected = [dcor.distance_correlation_sqr(X, Y[order]) for order in orders]
+    np.testing.assert_allclose(permuted, expected, rtol=1e-9)
+    assert (permuted < observed).all()  # Y depends on X's first column
+    constant = permuted_distance_correlation(X, np.ones((120, 1)), orders)
+    assert constant[0] == 0.0 and (constant[1] == 0.0).all()

@@ -195,6 +195,15 @@ def test_two_sample_test_is_dcor_test(rng):
     assert p_value == pytest.approx(1 / 100)
     squared, _ = DependenceScorer("dcor_sq", random_state=0).test(X, Y, n_permutations=9)
     assert squared == pytest.approx(statistic**2)
+    # on independent samples the p-value is dcor's, which ranks the same permutations
+    Y = rng.normal(size=(150, 2))
+    for seed in range(3):
+        result = DependenceScorer("dcor", random_state=seed).test(X, Y, n_permutations=99)
+        reference = dcor.independence.distance_covariance_test(
+            X, Y, num_resamples=99, random_state=seed
+        )
+        assert result.pvalue == reference.pvalue
+        assert 0.0 < result.null_mean < result.statistic + 0.1
 
 
 def test_two_sample_pearson_is_the_first_canonical_correlation(rng):
