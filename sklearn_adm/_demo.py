@@ -4,17 +4,17 @@ import time
 
 # Imported before the timed fits, as the peers' modules are below: PICA's first fit in a
 # process would otherwise count torch's import (1-1.5 s more on a 2-core CPU) as fit time. And
-# before dcor, whose numba must not load its OpenMP runtime first (the design notes,
+# before numba (in .metrics), which must not load its OpenMP runtime first (the design notes,
 # "Threads on a shared machine").
 import torch  # noqa: F401
 
 # isort: split
-import dcor
 import numpy as np
 from sklearn.decomposition import PCA, FastICA
 
 from ._pica import PICA
 from .datasets import make_pca_vs_pica
+from .metrics import distance_correlation_one_vs_rest
 
 
 def _reconstruction_error(model, X):
@@ -50,7 +50,7 @@ def compare(n_samples=10_000, n_test=20_000, random_state=0, verbose=0):
             {
                 "method": name,
                 "directions": _directions(model),
-                "dcor": float(dcor.distance_correlation(Z[:, 0], Z[:, 1], method="avl")),
+                "dcor": float(distance_correlation_one_vs_rest(Z)[0]),  # dCor(z1, z2)
                 "reconstruction": _reconstruction_error(model, X_test),
                 "seconds": seconds,
                 "Z": Z,
