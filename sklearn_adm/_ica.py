@@ -2,12 +2,14 @@
 (paper, Sec. 4)."""
 
 import math
+import warnings
 from dataclasses import replace
 from numbers import Integral, Real
 
 import numpy as np
 from scipy import linalg
 from sklearn.decomposition import FastICA
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval
 
 from ._base import Schedule, _n_components_constraint, _widths_constraint, pca_count
@@ -360,10 +362,14 @@ class ICA(LinearADMTransformer):
         X = X_start.double().cpu().numpy()
         whitener, white, rotation = self._fastica(X, n_components)
         if self.w_init is None and gaussian_looking(white @ rotation).any():
-            # the data are white now: the extra starts need no whitening of their own
-            candidates = [rotation] + [
-                self._fastica(white.numpy(), None, whiten=False)[2] for _ in range(_EXTRA_STARTS)
-            ]
+            # the data are white now: the extra starts need no whitening of their own; they
+            # are ICA's own tries, whose fixed points need not converge (FastICA's start warns)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                candidates = [rotation] + [
+                    self._fastica(white.numpy(), None, whiten=False)[2]
+                    for _ in range(_EXTRA_STARTS)
+                ]
             information = [float(fisher_information(white @ r).sum()) for r in candidates]
             rotation = candidates[int(np.argmax(information))]
         start = refined_start(white, rotation)

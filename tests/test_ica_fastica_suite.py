@@ -275,3 +275,15 @@ def test_rank_deficient_data_get_as_many_components_as_directions():
     np.testing.assert_allclose(ica.inverse_transform(ica.transform(X)), X, atol=1e-6)
     with pytest.warns(UserWarning, match=r"n_components=4 is above the rank .+, 3: it will be set"):
         assert ICA(4, random_state=0).fit(X).n_components_ == 3
+
+
+def test_fastica_s_warning_is_said_once():
+    """Gaussian sources leave FastICA's fixed point unconverged; ICA's extra starts from
+    random rotations (tried where a column looks Gaussian) do not repeat its warning."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3)) @ rng.normal(size=(3, 3))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ICA(random_state=0).fit(X)
+    messages = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert len(messages) == 1 and messages[0].startswith("FastICA did not converge")
