@@ -1,5 +1,6 @@
 """DependenceScorer: how dependent the columns of any feature matrix are."""
 
+import itertools
 from dataclasses import dataclass, field
 from numbers import Integral
 
@@ -27,6 +28,7 @@ from ._game import calibrate, calibrated_fit, train_critic
 from ._neighbours import neighbour_predictions
 from ._scaling import magnitude
 from .metrics import (
+    _one_vs_rest_of_each,
     distance_correlation_one_vs_rest,
     distance_correlation_pairwise,
     gradient_boosting_dependence,
@@ -445,11 +447,15 @@ class DependenceScorer(BaseEstimator):
                 critic, held_out, n_permutations, shuffle_columns
             )
             return estimate, _p_values(observed, permuted), floor
-        scorer = DependenceScorer(self.metric, max_samples=None, device=self.device)
-        observed = scorer._per_feature(Z)
-        permuted = np.array(
-            [scorer._per_feature(_shuffle_columns(Z, rng)) for _ in range(n_permutations)]
-        )
+        copies = itertools.chain([Z], (_shuffle_columns(Z, rng) for _ in range(n_permutations)))
+        if self.metric in ("dcor", "dcor_sq"):
+            squared = self.metric == "dcor_sq"
+            values = _one_vs_rest_of_each(
+                copies, n_permutations + 1, squared=squared, device=device
+            )
+        else:
+            values = np.array([_multiple_correlation(copy) for copy in copies])
+        observed, permuted = values[0], values[1:]
         return observed, _p_values(observed, permuted), permuted.mean(axis=0)
 
     def _test_samples(self, X, Y, n_permutations, Z=None):

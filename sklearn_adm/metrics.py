@@ -18,6 +18,8 @@ Pairwise. For 1-D features the same identity turns ``sum_ik a^j_ik a^l_ik`` for 
 (:func:`_pairwise_sums`): time ``O(n^2 d^2)`` in BLAS, memory ``O(block n d)``.
 """
 
+import contextlib
+
 import numba
 import numpy as np
 import torch
@@ -38,17 +40,19 @@ __all__ = [
 _SERIAL_WORK = 2**27
 
 
-def _on_free_cores(work, serial, parallel, *args):
-    """``parallel(*args)`` on the threads a fit would use for ``work`` elements
-    (:class:`~sklearn_adm._threads.FitThreads`), leaving torch's count as it was: numba's
-    OpenMP pool shares torch's OpenMP runtime, and starting it sets the count to every core (in
-    a Dask worker of one thread, that made the next fits run two threads per core, 4x
-    slower). Small work, or one thread, runs the ``serial`` kernel."""
+@contextlib.contextmanager
+def _numba_kernel(work, serial, parallel, calls=1):
+    """The kernel to call ``calls`` times on ``work`` elements each, on the threads a fit
+    would use (:class:`~sklearn_adm._threads.FitThreads`), leaving torch's count as it was:
+    numba's OpenMP pool shares torch's OpenMP runtime, and starting it sets the count to every
+    core (in a Dask worker of one thread, that made the next fits run two threads per core, 4x
+    slower). Small work in all, or one thread, gets the ``serial`` kernel."""
     with FitThreads(work=work, follows=False) as threads:
-        if threads.n_threads == 1 or work < _SERIAL_WORK:
-            return serial(*args)
-        numba.set_num_threads(min(threads.n_threads, numba.config.NUMBA_NUM_THREADS))
-        return parallel(*args)
+        if threads.n_threads == 1 or work * calls < _SERIAL_WORK:
+            yield serial
+        else:
+            numba.set_num_threads(min(threads.n_threads, numba.config.NUMBA_NUM_THREADS))
+            yield parallel
 
 
 @numba.njit(inline="always")
@@ -153,19 +157,35 @@ def distance_correlation_one_vs_rest(Z, *, squared=False, device="cpu"):
     >>> distance_correlation_one_vs_rest(np.c_[x, x**2, np.ones(200)]).round(3)
     array([0.491, 0.491, 0.   ])
     """
-    Z = np.ascontiguousarray(Z, dtype=np.float64)
-    n = Z.shape[0]
-    if torch.device(device).type == "cpu":
-        sums = _on_free_cores(Z.size * n, _one_vs_rest_sums_serial, _one_vs_rest_sums, Z)
-        row_a, row_b, sum_ab, sum_aa, sum_bb = sums
-    else:
-        row_a, row_b, sum_ab, sum_aa, sum_bb = _one_vs_rest_sums_torch(Z, device)
-    squared_dcor = _ratio(
-        _centred_sum(sum_ab.sum(axis=0), row_a, row_b, n),
-        _centred_sum(sum_aa.sum(axis=0), row_a, row_a, n),
-        _centred_sum(sum_bb.sum(axis=0), row_b, row_b, n),
-    )
-    return squared_dcor if squared else np.sqrt(squared_dcor)
+    return _one_vs_rest_of_each([Z], 1, squared=squared, device=device)[0]
+
+
+def _one_vs_rest_of_each(arrays, count, *, squared=False, device="cpu"):
+    """:func:`distance_correlation_one_vs_rest` of each of ``count`` arrays of one shape
+    (an iterable, read one array at a time), ``(count, n_features)``: the kernel and its
+    threads are chosen once, for all of them (a permutation test's hundreds of small
+    evaluations run the parallel kernel)."""
+    results = []
+    with contextlib.ExitStack() as stack:
+        kernel = None
+        for Z in arrays:
+            Z = np.ascontiguousarray(Z, dtype=np.float64)
+            n = Z.shape[0]
+            if torch.device(device).type != "cpu":
+                sums = _one_vs_rest_sums_torch(Z, device)
+            else:
+                if kernel is None:
+                    serial, parallel = _one_vs_rest_sums_serial, _one_vs_rest_sums
+                    kernel = stack.enter_context(_numba_kernel(Z.size * n, serial, parallel, count))
+                sums = kernel(Z)
+            row_a, row_b, sum_ab, sum_aa, sum_bb = sums
+            squared_dcor = _ratio(
+                _centred_sum(sum_ab.sum(axis=0), row_a, row_b, n),
+                _centred_sum(sum_aa.sum(axis=0), row_a, row_a, n),
+                _centred_sum(sum_bb.sum(axis=0), row_b, row_b, n),
+            )
+            results.append(squared_dcor if squared else np.sqrt(squared_dcor))
+    return np.array(results)
 
 
 def permuted_distance_correlation(X, Y, orders):
@@ -198,8 +218,9 @@ def permuted_distance_correlation(X, Y, orders):
     if variance == 0:  # a constant sample: no dependence to measure
         return 0.0, np.zeros(len(orders))
     orders = np.ascontiguousarray(orders, dtype=np.intp)
-    work = len(orders) * n * n
-    cross = _on_free_cores(work, _permuted_cross_sums_serial, _permuted_cross_sums, x, y, orders)
+    serial, parallel = _permuted_cross_sums_serial, _permuted_cross_sums
+    with _numba_kernel(len(orders) * n * n, serial, parallel) as kernel:
+        cross = kernel(x, y, orders)
     observed = float(np.mean(x * y))
     return max(observed, 0.0) / variance, np.maximum(cross / n**2, 0.0) / variance
 

@@ -111,3 +111,17 @@ def test_permuted_distance_correlation_matches_dcor(parallel, monkeypatch):
     assert (permuted < observed).all()  # Y depends on X's first column
     constant = permuted_distance_correlation(X, np.ones((120, 1)), orders)
     assert constant[0] == 0.0 and (constant[1] == 0.0).all()
+
+
+def test_one_vs_rest_of_many_arrays_matches_one_at_a_time(monkeypatch):
+    """A permutation test's evaluations share one choice of kernel: the parallel one here,
+    where each alone would take the serial one; the values are the same."""
+    from sklearn_adm import metrics
+
+    rng = np.random.default_rng(5)
+    arrays = [rng.normal(size=(80, 3)) for _ in range(4)]
+    arrays[0][:, 1] += arrays[0][:, 0] ** 2
+    monkeypatch.setattr(metrics, "_SERIAL_WORK", 2 * 80 * 80 * 3)  # below all four, above one
+    together = metrics._one_vs_rest_of_each(iter(arrays), len(arrays))
+    one_at_a_time = [distance_correlation_one_vs_rest(Z) for Z in arrays]
+    np.testing.assert_allclose(together, one_at_a_time, rtol=1e-12)
