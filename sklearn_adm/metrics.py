@@ -16,6 +16,11 @@ so one pass over the row pairs accumulates everything (:func:`_one_vs_rest_sums`
 Pairwise. For 1-D features the same identity turns ``sum_ik a^j_ik a^l_ik`` for all pairs
 ``(j, l)`` into one matrix product of the stacked distance rows, done in blocks of rows
 (:func:`_pairwise_sums`): time ``O(n^2 d^2)`` in BLAS, memory ``O(block n d)``.
+
+Permutations of two samples. With ``A`` and ``B`` the double-centred distances of ``X`` and
+``Y``, ``Y``'s rows in the order ``o`` give ``dCov^2 = sum_ik A_ik B_(o_i)(o_k) / n^2``: both
+matrices are computed once and each permutation is one pass over them, reading ``B``'s rows
+in place (:func:`_permuted_cross_sums`), in memory ``O(n^2)`` and time ``O(n^2)`` each.
 """
 
 import contextlib
@@ -34,9 +39,9 @@ __all__ = [
 ]
 
 
-#: pairs of rows times features below which the serial kernel runs: it compiles in 0.3 s
-#: where the parallel one takes 2 s (a first call in a fresh environment), and runs such
-#: work in a fraction of a second
+#: pairs of rows times features, over all the calls that share a kernel, below which the
+#: serial kernel runs: it compiles in 0.3 s where the parallel one takes 2 s (a first call in
+#: a fresh environment), and runs such work in a fraction of a second
 _SERIAL_WORK = 2**27
 
 
