@@ -390,7 +390,9 @@ class ICA(LinearADMTransformer):
 
         whiten = self.whiten if whiten is None else whiten
         seed = int(torch.randint(np.iinfo(np.int32).max, ()))
-        parameters = {name: getattr(self, name) for name in ("algorithm", "fun", "fun_args")}
+        parameters = {
+            name: getattr(self, name) for name in ("algorithm", "fun", "fun_args", "w_init")
+        }
         if whiten:
             whitener = fastica_whitener(X, n_components, self.whiten_solver)
             white = (X - X.mean(axis=0)) @ whitener
@@ -399,7 +401,6 @@ class ICA(LinearADMTransformer):
         fastica = FastICA(
             whiten=False,
             **parameters,
-            w_init=self.w_init,
             max_iter=self.max_iter,
             tol=self.tol,
             random_state=seed,

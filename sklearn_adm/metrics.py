@@ -215,19 +215,21 @@ def permuted_distance_correlation(X, Y, orders):
     Each sample's distances are double-centred once (two ``n x n`` matrices, in float64);
     a permutation then costs one pass over them (:func:`_permuted_cross_sums`), reading the
     permuted matrix's rows in place, where ``dcor``'s test copies a permuted matrix each time
-    (3,054 rows: 0.15 s against 3.7-9 s for 200 permutations).
+    (200 permutations of 4 and 4 columns: 2,441 rows 1.1 s against 10.2 s, 5,000 rows 6.3 s
+    against 54 s).
     """
     n = len(X)
     x, y = _double_centred_distances(X), _double_centred_distances(Y)
-    variance = np.sqrt(max(np.mean(x * x), 0.0) * max(np.mean(y * y), 0.0))
+    # sums over the n x n matrices without temporaries of their size
+    variance = np.sqrt(max(np.vdot(x, x), 0.0) * max(np.vdot(y, y), 0.0)) / n**2
     if variance == 0:  # a constant sample: no dependence to measure
         return 0.0, np.zeros(len(orders))
     orders = np.ascontiguousarray(orders, dtype=np.intp)
     serial, parallel = _permuted_cross_sums_serial, _permuted_cross_sums
     with _numba_kernel(len(orders) * n * n, serial, parallel) as kernel:
         cross = kernel(x, y, orders)
-    observed = float(np.mean(x * y))
-    return max(observed, 0.0) / variance, np.maximum(cross / n**2, 0.0) / variance
+    observed = np.vdot(x, y) / n**2
+    return float(max(observed, 0.0) / variance), np.maximum(cross / n**2, 0.0) / variance
 
 
 def _double_centred_distances(A):
