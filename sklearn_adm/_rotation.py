@@ -9,10 +9,9 @@ safeguard that makes every update an ascent of the contrast.
 import math
 
 import torch
-from torch import nn
 
 from ._adam import GameOptimizer
-from ._functional import tanh
+from ._functional import softplus_of_minus_twice, tanh_no_grad
 from ._linalg import solve_ex
 from ._threads import follow_load
 
@@ -75,9 +74,9 @@ _SETTLED = 1e-6
 
 def _gaps(U):
     """Per column of the scores ``U``: ``E[log cosh(u_j)] - E[log cosh(nu)]``, with
-    ``log cosh(u) = |u| + log(1 + exp(-2|u|)) - log 2`` (softplus is one fused kernel)."""
+    ``log cosh(u) = |u| + log(1 + exp(-2|u|)) - log 2`` (no overflow)."""
     a = U.abs()
-    log_cosh = nn.functional.softplus(-2.0 * a).mean(dim=-2) + a.mean(dim=-2) - math.log(2.0)
+    log_cosh = softplus_of_minus_twice(a).mean(dim=-2) + a.mean(dim=-2) - math.log(2.0)
     return log_cosh - _GAUSSIAN_LOG_COSH
 
 
@@ -101,9 +100,9 @@ def _contrast(gaps):
 def _fixed_point(Y, U, R):
     """FastICA's symmetric fixed point (Hyvärinen 1999) from ``R``, with ``U = Y R``, written
     for columns: ``R <- polar(E[y g(y R)] - R diag E[g'(y R)])`` with ``g = tanh``."""
-    G = tanh(U)
-    update = Y.transpose(-1, -2) @ G / Y.shape[-2] - R * (1.0 - G.square()).mean(
-        dim=-2, keepdim=True
+    G = tanh_no_grad(U)
+    update = Y.transpose(-1, -2) @ G / Y.shape[-2] - R * (
+        1.0 - G.square().mean(dim=-2, keepdim=True)
     )
     new = polar(update)
     # w and -w are the same direction: keep each column's sign, so that R converges
@@ -113,7 +112,7 @@ def _fixed_point(Y, U, R):
 def _ascent_direction(Y, U, gaps, R):
     """The gradient of :func:`negentropy` on the rotations at ``R`` (``U = Y R``, ``gaps`` its
     :func:`_gaps`), as a skew matrix ``Omega``: ``R cayley(t Omega)`` moves along it."""
-    euclidean = Y.transpose(-1, -2) @ tanh(U) / Y.shape[-2] * gaps.sign().unsqueeze(-2)
+    euclidean = Y.transpose(-1, -2) @ tanh_no_grad(U) / Y.shape[-2] * gaps.sign().unsqueeze(-2)
     A = R.transpose(-1, -2) @ euclidean
     return A - A.transpose(-1, -2)
 

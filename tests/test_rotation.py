@@ -2,8 +2,10 @@
 ICA's rotation encoders."""
 
 import numpy as np
+import pytest
 import torch
 
+from sklearn_adm import _functional
 from sklearn_adm._ica_start import _RotationEncoders
 from sklearn_adm._rotation import (
     NormalisedMomentum,
@@ -27,6 +29,30 @@ def test_polar_is_the_nearest_orthonormal_frame():
     S = Q.transpose(-1, -2) @ W
     np.testing.assert_allclose(S, S.transpose(-1, -2), atol=1e-12)
     assert torch.linalg.eigvalsh(S).min() > 0
+
+
+@pytest.mark.parametrize("capability", ["AVX512", "AVX2"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_negentropy_reads_log_cosh_on_either_cpu(monkeypatch, capability, dtype):
+    """The contrast's log cosh, by exp and log or by softplus, is numpy's log(cosh(u)) minus
+    the Gaussian's 0.3745672075, without overflow where cosh overflows."""
+    monkeypatch.setattr(_functional, "_CPU_CAPABILITY", capability)
+    u = np.r_[np.linspace(-30.0, 30.0, 6001), -500.0, 500.0]
+    with np.errstate(over="ignore"):
+        log_cosh = np.where(np.abs(u) < 300, np.log(np.cosh(u)), np.abs(u) - np.log(2.0))
+    expected = abs(log_cosh.mean() - 0.3745672075)
+    Y = torch.as_tensor(u, dtype=dtype)[None, :, None]
+    value = negentropy(Y, torch.ones(1, 1, 1, dtype=dtype)).item()
+    assert value == pytest.approx(expected, rel=1e-6 if dtype == torch.float32 else 1e-12)
+
+
+@pytest.mark.parametrize("capability", ["AVX512", "AVX2"])
+def test_the_rotations_tanh_on_either_cpu_is_tanh(monkeypatch, capability):
+    monkeypatch.setattr(_functional, "_CPU_CAPABILITY", capability)
+    x = torch.linspace(-20, 20, 4001, dtype=torch.float64)
+    np.testing.assert_allclose(_functional.tanh_no_grad(x), torch.tanh(x), atol=1e-15)
+    x32 = torch.randn(10_000)
+    assert (_functional.tanh_no_grad(x32) - torch.tanh(x32)).abs().max() < 5e-7
 
 
 def test_negentropy_rotation_unmixes_rotated_uniform_sources():
