@@ -30,19 +30,27 @@ from sklearn_adm import PICA, NonlinearPICA
 from sklearn_adm.datasets import make_embedding_like, make_pca_vs_pica
 
 
+def stored(*corpora):
+    """The rows of ``corpora``, stacked in float64, where ``make_embeddings.py`` has made
+    every one of them; else None."""
+    paths = [Path(__file__).parent / "data" / f"{corpus}.npz" for corpus in corpora]
+    if not all(path.exists() for path in paths):
+        return None
+    return np.vstack([np.load(path)["X"] for path in paths]).astype(np.float64)
+
+
 def embeddings():
-    path = Path(__file__).parent / "data" / "docstrings.npz"
-    if path.exists():
-        return np.load(path)["X"].astype(np.float64), "docstrings"
+    X = stored("docstrings")
+    if X is not None:
+        return X, "docstrings"
     return make_embedding_like(3000, 384, random_state=0)[0], "make_embedding_like"
 
 
 def issue_sized():
     """3,054 rows x 384, issue #50's size: the docstrings and then the standard library's."""
-    paths = [Path(__file__).parent / "data" / f"{name}.npz" for name in ("docstrings", "stdlib")]
-    if all(path.exists() for path in paths):
-        X = np.vstack([np.load(path)["X"] for path in paths])[:3054]
-        return X.astype(np.float64), "docstrings+stdlib"
+    X = stored("docstrings", "stdlib")
+    if X is not None:
+        return X[:3054], "docstrings+stdlib"
     return make_embedding_like(3054, 384, random_state=0)[0], "make_embedding_like"
 
 
