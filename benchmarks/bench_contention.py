@@ -16,23 +16,15 @@ import subprocess
 import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import torch
+from bench_times import embeddings
 from scipy import signal
 from sklearn.datasets import load_digits
 
 from sklearn_adm import ICA, PICA, DependenceScorer, NonlinearPICA, training_threads
 from sklearn_adm.datasets import make_embedding_like, make_pca_vs_pica
-
-
-def embeddings():
-    """The docstrings' MiniLM embeddings when made (make_embeddings.py), else a stand-in."""
-    path = Path(__file__).parent / "data" / "docstrings.npz"
-    if path.exists():
-        return np.load(path)["X"].astype(np.float64), "docstrings"
-    return make_embedding_like(3000, 384, random_state=0)[0], "make_embedding_like"
 
 
 def square_wave_and_cauchy():
