@@ -1,29 +1,56 @@
 """Elementwise functions the estimators share, computed the fastest way on each device.
 
-On the CPU, torch's ``tanh``, ``exp`` and ``log`` go through a vector-math library whose
-speed depends on the processor. Measured on 4 x 4,096 x 32 floats (the rotation's scores):
-on an Intel CPU with AVX-512 (2026-12-03) ``tanh`` took 0.16 ms and ``2 sigmoid(2x) - 1``
-0.75 ms, ``log(1 + exp(-2a))`` 0.43 ms and softplus 1.0 ms; on an AMD CPU with AVX2
-(2026-11-28) ``tanh`` took 0.88 ms where ``sigmoid`` took 0.36 ms (4 x 2,048 x 64 floats).
-So the rotations' forms follow the CPU's vector capability, the same on every run of a
-machine. NonlinearPICA's hidden layers keep the sigmoid form on every CPU: on the AVX-512
-CPU torch's tanh saved about 5 % of its fits (200 updates on the docstrings, 3.64-3.94 s
-against 3.73-4.12 s), but its game turns rounding into another path (seed 0 of the nonlinear
-mixture then read a distance correlation of 0.074 between its components instead of 0.05).
+On the CPU, torch's ``tanh``, ``exp`` and ``log`` go through vectorised kernels whose speed
+depends on the processor. Measured on 4 x 4,096 x 32 floats (the rotation's scores): on an
+Intel CPU with AVX-512 (2026-12-03) ``tanh`` took 0.16 ms and ``2 sigmoid(2x) - 1`` 0.75 ms,
+``log(1 + exp(-2a))`` 0.43 ms and softplus 1.0 ms; on an AMD CPU with AVX2 (2026-11-28)
+``tanh`` took 0.88 ms where ``sigmoid`` took 0.36 ms (4 x 2,048 x 64 floats); on an AMD CPU
+with AVX-512 (Zen 4, 2026-12-03, one thread, 4 x 2,196 x 32 floats) ``tanh`` 1.0 ms against
+0.25 ms for the sigmoid form, ``log(1 + exp(-2a))`` 0.87 ms against 0.57 ms for softplus.
+So the rotations take torch's kernels on AVX-512 CPUs other than AMD's and the sigmoid and
+softplus forms elsewhere: the same choice on every run of a machine. NonlinearPICA's hidden
+layers keep the sigmoid form on every CPU: on the Intel CPU torch's tanh saved about 5 % of
+its fits (200 updates on the docstrings, 3.64-3.94 s against 3.73-4.12 s), but its game
+turns rounding into another path (seed 0 of the nonlinear mixture then read a distance
+correlation of 0.074 between its components instead of 0.05).
 """
+
+import platform
 
 import torch
 
 __all__ = ["softplus_of_minus_twice", "tanh", "tanh_no_grad"]
 
 
-_CPU_CAPABILITY = torch.backends.cpu.get_cpu_capability()
+def _cpu_vendor():
+    """The CPU maker's identifier (``"GenuineIntel"``, ``"AuthenticAMD"``), or ``""`` where
+    the system does not say: Linux's ``/proc/cpuinfo``, else ``platform.processor()`` (which
+    names it on Windows)."""
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("vendor_id"):
+                    return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    processor = platform.processor()
+    return next((maker for maker in ("GenuineIntel", "AuthenticAMD") if maker in processor), "")
+
+
+def _vendor_kernels_are_fast(capability, vendor):
+    """Whether torch's tanh, exp and log kernels beat the sigmoid and softplus forms on a
+    CPU of this vector ``capability`` and maker: on AVX-512, but not on AMD's (see the
+    module's docstring)."""
+    return capability.startswith("AVX512") and vendor != "AuthenticAMD"
+
+
+_CPU_KERNELS_FAST = _vendor_kernels_are_fast(torch.backends.cpu.get_cpu_capability(), _cpu_vendor())
 
 
 def _fast_vector_math(x):
     """Whether ``x``'s device runs torch's tanh, exp and log kernels fast: a GPU, or a CPU
-    whose vector capability is AVX-512."""
-    return x.device.type != "cpu" or _CPU_CAPABILITY.startswith("AVX512")
+    of :func:`_vendor_kernels_are_fast`."""
+    return x.device.type != "cpu" or _CPU_KERNELS_FAST
 
 
 def _sigmoid_tanh(x):
