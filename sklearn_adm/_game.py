@@ -572,10 +572,9 @@ class AdversarialGame:
         objective, self.val_terms, codes, self.leader, self.criteria = self._evaluation(
             X_val, self.n_iter, self.history, self.stopping, self.criteria
         )
-        self.converged, reading = self.stopping.update(
+        self.converged, readings = self.stopping.update(
             self.n_iter, objective, codes, self.leader, self.autoencoder.n_init
         )
-        readings = {self.stopping.key: reading}
         if s.stop_when_independent:
             readings["independent"] = self._within_noise(self.val_terms[1][self.leader], X_val)
             self.converged = self.converged or readings["independent"]

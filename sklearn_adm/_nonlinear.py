@@ -329,9 +329,10 @@ class NonlinearPICA(BaseADMTransformer):
         The trained layers of the kept start, as numpy arrays: a fitted model pickles and
         transforms anywhere, with or without torch's devices.
     n_components_, n_features_in_, feature_names_in_, n_iter_, history_, device_
-        As for :class:`PICA`, except that ``history_`` records, in place of ``val_change``,
-        ``val_updates_without_improvement``: the updates since the held-out objective last
-        fell by ``tol`` (training stops when it reaches ``n_iter_no_change``).
+        As for :class:`PICA`, except that ``history_`` records, in place of ``val_change``
+        and ``val_change_half``, ``val_updates_without_improvement``: the updates since the
+        held-out objective last fell by ``tol`` (training stops when it reaches
+        ``n_iter_no_change``).
 
     See Also
     --------

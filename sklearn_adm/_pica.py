@@ -82,7 +82,10 @@ class PICA(LinearADMTransformer):
     tol : float, default=2e-2
         Convergence threshold: training stops when the representation of the held-out rows
         (by the averaged encoder of the leading start) has changed by less than ``tol``,
-        relative to its variance, over the last ``n_iter_no_change`` encoder updates.
+        relative to its variance, over the last ``n_iter_no_change`` encoder updates, or by
+        less than ``tol / 32`` over the last half of them: a game that has stopped moving
+        need not wait out the whole window (codes that still drift change at least 4 times
+        as much over twice the updates).
     n_iter_no_change : int, default=120
         Length, in encoder updates, of the window over which that change is measured. It is
         checked every 10 updates.
@@ -140,8 +143,9 @@ class PICA(LinearADMTransformer):
         ``reconstruction`` (share of PCA's explained variance given up), ``critic_mse`` and
         ``variance_penalty`` on the training minibatch; every 10 updates also the same four
         on the held-out rows (``val_objective``, ...; ``val_critic_mse`` is the honest
-        estimate, 1 for independent components) and ``val_change``, the quantity ``tol``
-        is compared with. Empty where no game is played.
+        estimate, 1 for independent components), ``val_change`` and ``val_change_half``, the
+        changes over the window and over its last half that ``tol`` is compared with.
+        Empty where no game is played.
     device_ : str
         The device training ran on (``"cpu"``, ``"cuda:0"``, ...).
 

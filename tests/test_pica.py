@@ -102,6 +102,17 @@ def test_without_dependence_term_it_is_pca():
     np.testing.assert_allclose(pica.explained_variance_, pca.explained_variance_, rtol=1e-4)
 
 
+def test_a_game_that_does_not_move_stops_after_half_the_window():
+    """Without the dependence term PCA's subspace is the optimum and the frame never moves:
+    the change over the last half of the window (60 updates) reads 0 at update 70, and the
+    game stops there instead of waiting for the whole window at update 130."""
+    X, _ = make_pca_vs_pica(2_000, random_state=0)
+    pica = PICA(2, dependence_weight=0, random_state=0).fit(X)
+    assert pica.n_iter_ == 70
+    last = pica.history_[-1]
+    assert last["val_change"] == np.inf and last["val_change_half"] == 0.0
+
+
 def test_reaches_a_non_orthogonal_basis_of_independent_sources():
     """A tied autoencoder only rotates PCA's scores orthogonally; sources mixed by a
     non-orthogonal matrix need the untied decoder. PICA recovers them, as FastICA does."""

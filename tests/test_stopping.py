@@ -30,7 +30,13 @@ def test_objective_plateau_counts_the_updates_since_the_last_real_improvement():
         rule.update(n_iter, torch.tensor([value]), None, 0, 1)
         for n_iter, value in [(10, 1.0), (20, 0.5), (30, 0.495), (40, 0.4905), (50, 0.4901)]
     ]
-    assert [waited for _, waited in readings] == [0, 0, 10, 20, 30]
+    assert [reading["val_updates_without_improvement"] for _, reading in readings] == [
+        0,
+        0,
+        10,
+        20,
+        30,
+    ]
     assert [converged for converged, _ in readings] == [False] * 4 + [True]
 
 
@@ -39,14 +45,53 @@ def test_representation_change_is_relative_to_the_codes_variance():
     codes = torch.randn(100, 4, generator=torch.Generator().manual_seed(0))  # 2 starts x 2
     moving = codes.clone()
     moving[:, 2:] *= 1.1  # the second start keeps moving
-    assert rule.update(10, None, codes, 0, 2) == (False, float("inf"))
+    inf = float("inf")
+    assert rule.update(10, None, codes, 0, 2) == (
+        False,
+        {"val_change": inf, "val_change_half": inf},
+    )
     rule.update(20, None, codes, 0, 2)
-    converged, change = rule.update(30, None, codes, 0, 2)
-    assert converged and change == 0.0
-    converged, change = rule.update(40, None, moving, 1, 2)
-    assert not converged and change > 0.005
+    converged, changes = rule.update(30, None, codes, 0, 2)
+    assert converged and changes["val_change"] == 0.0
+    converged, changes = rule.update(40, None, moving, 1, 2)
+    assert not converged and changes["val_change"] > 0.005
     rule.keep_starts([1], 2)
     assert all(snapshot.shape == (100, 2) for _, snapshot in rule.snapshots)
+
+
+def _drifting_codes(step, n_evaluations):
+    """Codes that move by ``step`` (of their spread) per evaluation along one direction."""
+    codes = torch.randn(500, 2, generator=torch.Generator().manual_seed(0))
+    direction = torch.randn(500, 2, generator=torch.Generator().manual_seed(1))
+    return [codes + k * step * direction for k in range(1, n_evaluations + 1)]
+
+
+def test_representation_change_stops_a_still_game_after_half_the_window():
+    """Codes that no longer move converge at update 70 of a window of 120, as soon as half
+    the window is seen, where the whole window's rule waits for update 130."""
+    rule = RepresentationChange(tol=2e-2, n_iter_no_change=120, eval_every=10)
+    still = _drifting_codes(0.0, 1)[0]
+    stops = [rule.update(10 * k, None, still, 0, 1) for k in range(1, 8)]
+    assert [converged for converged, _ in stops] == [False] * 6 + [True]
+    assert stops[-1][1] == {"val_change": float("inf"), "val_change_half": 0.0}
+
+
+def test_representation_change_lets_a_drifting_game_run_the_whole_window():
+    """A steady drift whose change over the whole window is just under ``tol`` changes by a
+    quarter of that over half of it, far above ``tol / 32``: it stops when the whole window's
+    rule says so, not before."""
+    tol, window = 2e-2, 120
+    # per evaluation, sqrt(0.9 tol) / 12 of the spread: 0.9 tol over 12 evaluations
+    step = (0.9 * tol) ** 0.5 / 12
+    rule = RepresentationChange(tol=tol, n_iter_no_change=window, eval_every=10)
+    stops = [
+        rule.update(10 * k, None, codes, 0, 1)
+        for k, codes in enumerate(_drifting_codes(step, 13), start=1)
+    ]
+    converged = [converged for converged, _ in stops]
+    assert converged.index(True) == 12  # update 130, the first with the whole window seen
+    half = stops[6][1]["val_change_half"]
+    np.testing.assert_allclose(half, 0.9 * tol / 4, rtol=0.05)
 
 
 def test_history_is_cut_with_the_starts_and_read_for_one():
