@@ -85,7 +85,7 @@ class ObjectivePlateau:
 
     def update(self, n_iter, objective, codes, leader, n_init):
         """Record an evaluation; return whether training has converged, and the updates since
-        the objective last fell by ``tol``."""
+        the objective last fell by ``tol`` (``val_updates_without_improvement``)."""
         value = float(objective[leader])
         if value < self.best - self.tol:
             self.best, self.best_at = value, n_iter
