@@ -7,7 +7,7 @@ Usage: python benchmarks/bench_critic.py [--sizes 64 256 ...] [--devices cpu cud
 Every measurement runs in a fresh process, so that its peak memory is its own: on the CPU the
 process's peak resident memory (``ru_maxrss``, the Python interpreter and torch included), on
 CUDA torch's peak allocated memory. A critic step is one update of the dependence branch as the
-game runs it (:class:`sklearn_adm._game.CriticUpdates`: on CUDA a replayed graph), on n = 256
+game runs it (:class:`sklearn_adm.game._loop.CriticUpdates`: on CUDA a replayed graph), on n = 256
 rows of d standard normal features. The looped MLPs are the same critic written as a user
 would without batching: d probes (1 -> 16 -> 1) and d predictors (d - 1 -> 32 -> 1) in
 ``nn.ModuleList``s, run one after the other, trained by the same fused Adam on the same loss.
@@ -93,8 +93,8 @@ def _timed_steps(step, device):
 
 def _critic_step(d, device, looped):
     from sklearn_adm import ADMCritic
-    from sklearn_adm._adam import CriticAdam, make_adam
-    from sklearn_adm._game import CriticUpdates
+    from sklearn_adm.game._loop import CriticUpdates
+    from sklearn_adm.nn._optim import CriticAdam, make_adam
 
     torch.manual_seed(0)
     z = torch.randn(_ROWS, d, device=device)

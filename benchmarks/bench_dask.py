@@ -30,9 +30,9 @@ def grid_search(X, n_jobs):
 
 
 def leave_allocator_alone():
-    from sklearn_adm import _allocator
+    from sklearn_adm._runtime import allocator
 
-    _allocator._mallopt = lambda: None
+    allocator._mallopt = lambda: None
 
 
 def main():

@@ -53,7 +53,7 @@ from sklearn.model_selection import RepeatedStratifiedKFold, cross_val_score, tr
 from sklearn.neighbors import KNeighborsClassifier
 
 from sklearn_adm import ICA, PICA, DependenceScorer, NonlinearPICA
-from sklearn_adm._device import resolve_device
+from sklearn_adm._runtime.device import resolve_device
 from sklearn_adm.datasets import make_embedding_like
 
 #: rows on which the judges (trees, kNN) score a representation, at most

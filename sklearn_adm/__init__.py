@@ -7,15 +7,19 @@ imports.
 
 import importlib
 
+from . import _legacy
+
+_legacy.install()  # 0.1.0's pickles name its flat modules
+
 #: each public name and the module that defines it
 _MODULES = {
-    "ADMCritic": "._critic",
-    "ADMRegularizer": "._regularizer",
-    "DependenceScorer": "._scorer",
-    "ICA": "._ica",
-    "NonlinearPICA": "._nonlinear",
-    "PICA": "._pica",
-    "training_threads": "._threads",
+    "ADMCritic": ".nn._critic",
+    "ADMRegularizer": ".nn._regularizer",
+    "DependenceScorer": ".independence._scorer",
+    "ICA": ".decomposition._ica",
+    "NonlinearPICA": ".decomposition._nonlinear",
+    "PICA": ".decomposition._pica",
+    "training_threads": "._runtime.threads",
 }
 
 __all__ = sorted(_MODULES)

@@ -3,8 +3,8 @@ import pytest
 import torch
 
 from sklearn_adm import ADMCritic
-from sklearn_adm._adam import CriticAdam
-from sklearn_adm._critic_step import critic_step
+from sklearn_adm.nn._critic_step import critic_step
+from sklearn_adm.nn._optim import CriticAdam
 
 
 def train_critic(z, *, steps=400, batch_size=512, seed=0, **critic_params):

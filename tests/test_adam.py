@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch import nn
 
-from sklearn_adm._adam import Adam
+from sklearn_adm.nn._optim import Adam
 
 
 def _model():

@@ -8,27 +8,27 @@ import textwrap
 
 import pytest
 
-from sklearn_adm import _allocator
+from sklearn_adm._runtime import allocator
 
 
 def recorder(monkeypatch):
     calls = []
-    monkeypatch.setattr(_allocator, "_mallopt", lambda: lambda *args: calls.append(args))
+    monkeypatch.setattr(allocator, "_mallopt", lambda: lambda *args: calls.append(args))
     return calls
 
 
-TRIM, MMAP = _allocator._M_TRIM_THRESHOLD, _allocator._M_MMAP_THRESHOLD
-RAISED = [(TRIM, _allocator._TRAINING_THRESHOLD), (MMAP, _allocator._TRAINING_THRESHOLD)]
+TRIM, MMAP = allocator._M_TRIM_THRESHOLD, allocator._M_MMAP_THRESHOLD
+RAISED = [(TRIM, allocator._TRAINING_THRESHOLD), (MMAP, allocator._TRAINING_THRESHOLD)]
 
 
 def test_thresholds_the_environment_fixed_are_raised_during_a_fit_and_put_back(monkeypatch):
     calls = recorder(monkeypatch)
     monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")  # as Dask's nanny sets it
     monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
-    with _allocator.training_allocations():
+    with allocator.training_allocations():
         raised = list(calls)
     assert raised == RAISED
-    assert calls[2:] == [(TRIM, 65536), (MMAP, _allocator._DEFAULT_THRESHOLD)]
+    assert calls[2:] == [(TRIM, 65536), (MMAP, allocator._DEFAULT_THRESHOLD)]
 
 
 def test_glibcs_own_thresholds_are_raised_during_a_fit_and_left_at_its_ceiling(monkeypatch):
@@ -37,7 +37,7 @@ def test_glibcs_own_thresholds_are_raised_during_a_fit_and_left_at_its_ceiling(m
     calls = recorder(monkeypatch)
     monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
     monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
-    with _allocator.training_allocations():
+    with allocator.training_allocations():
         raised = list(calls)
     assert raised == RAISED
     assert calls[2:] == [(TRIM, 64 * 1024 * 1024), (MMAP, 32 * 1024 * 1024)]
@@ -48,8 +48,8 @@ def test_overlapping_fits_keep_the_thresholds_raised_until_the_last_one_ends(mon
     the first to end must not put them back while another still trains."""
     calls = recorder(monkeypatch)
     monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")
-    with _allocator.training_allocations():
-        with _allocator.training_allocations():
+    with allocator.training_allocations():
+        with allocator.training_allocations():
             pass
         inside = list(calls)
     assert len(inside) == 2  # raised once, not yet put back
@@ -69,7 +69,7 @@ _STEPS = textwrap.dedent(
     """
     import resource, torch
     from sklearn_adm import ADMCritic
-    from sklearn_adm._game import train_critic
+    from sklearn_adm.nn._training import train_critic
 
     torch.manual_seed(0)
     z = torch.randn(2048, 32)
@@ -93,7 +93,7 @@ def faults_per_step(script):
     return float(run.stdout)
 
 
-@pytest.mark.skipif(_allocator._mallopt() is None, reason="glibc's allocator only")
+@pytest.mark.skipif(allocator._mallopt() is None, reason="glibc's allocator only")
 def test_a_training_step_faults_in_no_fresh_pages():
     """With glibc's own thresholds, a critic step at 32 features in the game's loop faulted
     about 800 pages back in at every step (5.1-6.7 ms a step against 3.5-4.1 ms without)."""

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from sklearn_adm import DependenceScorer
-from sklearn_adm._conditional import (
+from sklearn_adm.independence._conditional import (
     _ridge_loo,
     group_permutations,
     linear_within,

@@ -9,7 +9,7 @@ import torch
 from conftest import held_out_mse, train_critic
 
 from sklearn_adm import ADMCritic
-from sklearn_adm._critic import _standardize
+from sklearn_adm.nn._critic import _standardize
 
 
 def split(z, n_train):
@@ -166,7 +166,7 @@ def test_bad_construction_is_rejected():
 
 def test_held_out_calibration_keeps_a_memorising_critic_honest(rng):
     """On few rows the critic memorises; calibrated on fresh rows it reads no dependence."""
-    from sklearn_adm._game import calibrate
+    from sklearn_adm.game._loop import calibrate
 
     z = rng.uniform(size=(1200, 16))
     train, test = split(z, 600)
@@ -208,7 +208,7 @@ def test_a_seed_gives_the_same_first_layer_whatever_the_grouping():
 def test_self_connections_start_and_stay_zero():
     """No feature sees itself: its weights into its own predictor are zero after training
     (with Adam) and after cutting the critic down to one group, and deep copies keep the rule."""
-    from sklearn_adm._critic import _self_connections
+    from sklearn_adm.nn._critic import _self_connections
 
     torch.manual_seed(0)
     critic = ADMCritic(6, n_groups=2)
@@ -234,9 +234,9 @@ def test_self_connections_start_and_stay_zero():
 def test_graph_replayed_critic_steps_train_as_eager_steps():
     """On CUDA the critic's steps are captured once and replayed: the same updates as eager
     steps on the same minibatches."""
-    from sklearn_adm._adam import CriticAdam
-    from sklearn_adm._critic_step import critic_step
-    from sklearn_adm._game import CriticUpdates
+    from sklearn_adm.game._loop import CriticUpdates
+    from sklearn_adm.nn._critic_step import critic_step
+    from sklearn_adm.nn._optim import CriticAdam
 
     device = torch.device("cuda")
     batches = torch.randn(8, 128, 6, generator=torch.Generator().manual_seed(0)).to(device)
@@ -262,19 +262,19 @@ def test_training_step_updates_as_adam_updates(monkeypatch, n_groups, blocked):
     CriticAdam updates it block by block. Every parameter moves as plain Adam moves it after
     autograd's backward pass, the self-connections stay zero, and the layer's state is where
     Adam keeps it."""
-    from sklearn_adm import _adam
-    from sklearn_adm._critic import _self_connections
-    from sklearn_adm._critic_step import critic_step
+    from sklearn_adm.nn import _optim
+    from sklearn_adm.nn._critic import _self_connections
+    from sklearn_adm.nn._critic_step import critic_step
 
     if blocked:  # blocks of the units of 3 predictors, 2 per group
-        monkeypatch.setattr(_adam, "_BLOCK_BYTES", 3 * 6 * 8 * 8)
+        monkeypatch.setattr(_optim, "_BLOCK_BYTES", 3 * 6 * 8 * 8)
     # float64: the probes' output bias has no gradient but rounding, which Adam would magnify
     batches = torch.randn(4, 64, 12, generator=torch.Generator().manual_seed(0)).double()
     critics, optimizers = [], []
     for in_step in (False, True):
         torch.manual_seed(0)
         critic = ADMCritic(12, critic_hidden=8, n_groups=n_groups).double()
-        optimizer = _adam.CriticAdam(critic, 0.05, torch.device("cpu"))
+        optimizer = _optim.CriticAdam(critic, 0.05, torch.device("cpu"))
         for batch in batches:
             if in_step:
                 critic_step(critic, optimizer, batch)
@@ -312,9 +312,9 @@ def test_written_out_gradients_are_autograds(layout):
     """The game's two derivatives, written out (``_critic_step``), equal autograd's: the
     training loss's with respect to every parameter, and a weighted sum of shrunk errors'
     with respect to the representations."""
-    from sklearn_adm._adam import CriticAdam
-    from sklearn_adm._critic import dependence_mse
-    from sklearn_adm._critic_step import _CriticPass, dependence_gradient
+    from sklearn_adm.nn._critic import dependence_mse
+    from sklearn_adm.nn._critic_step import _CriticPass, dependence_gradient
+    from sklearn_adm.nn._optim import CriticAdam
 
     torch.manual_seed(0)
     critic = ADMCritic(6, **layout).double()
@@ -385,18 +385,18 @@ def test_bad_rank_is_rejected():
 def test_graph_replays_the_update_by_blocks(monkeypatch):
     """A first layer updated block by block is captured and replayed on CUDA as eager steps
     run it."""
-    from sklearn_adm import _adam
-    from sklearn_adm._critic_step import critic_step
-    from sklearn_adm._game import CriticUpdates
+    from sklearn_adm.game._loop import CriticUpdates
+    from sklearn_adm.nn import _optim
+    from sklearn_adm.nn._critic_step import critic_step
 
-    monkeypatch.setattr(_adam, "_BLOCK_BYTES", 3 * 6 * 32 * 4)
+    monkeypatch.setattr(_optim, "_BLOCK_BYTES", 3 * 6 * 32 * 4)
     device = torch.device("cuda")
     batches = torch.randn(8, 128, 12, generator=torch.Generator().manual_seed(0)).to(device)
     critics = []
     for replay in (False, True):
         torch.manual_seed(0)
         critic = ADMCritic(12, n_groups=2).to(device)
-        optimizer = _adam.CriticAdam(critic, 0.02, device)
+        optimizer = _optim.CriticAdam(critic, 0.02, device)
         update = CriticUpdates(critic, optimizer, device)
         for batch in batches:
             update(batch) if replay else critic_step(critic, optimizer, batch)

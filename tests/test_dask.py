@@ -59,7 +59,7 @@ def test_grid_search_on_a_dask_cluster_scores_as_in_sequence(client):
 def test_each_worker_thread_runs_torch_on_one_thread(client):
     for threads, trim in client.run(_worker_state).values():
         assert threads == 1  # two workers of one thread on two cores: no oversubscription
-        assert trim is not None  # the setting that sklearn_adm._allocator lifts during a fit
+        assert trim is not None  # the setting the allocator lifts during a fit
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -67,12 +67,13 @@ def test_pica_fits_a_dask_array_whose_chunks_live_on_the_workers(client, monkeyp
     """The chunks are persisted on the two workers: the moments are summed there (only
     ``d x d`` sums come back) and the game reads windows of rows; the model is the one
     fitted from the same array in this process. The pool is shrunk so that windows stream."""
-    from sklearn_adm import _streaming, training_threads
+    from sklearn_adm import training_threads
+    from sklearn_adm._data import streaming
     from sklearn_adm.datasets import make_embedding_like
 
     da = pytest.importorskip("dask.array")
-    monkeypatch.setattr(_streaming, "_POOL_ROWS", 512)
-    monkeypatch.setattr(_streaming, "_WINDOW_ROWS", 64)
+    monkeypatch.setattr(streaming, "_POOL_ROWS", 512)
+    monkeypatch.setattr(streaming, "_WINDOW_ROWS", 64)
     X = make_embedding_like(3000, 16, random_state=0)[0].astype(np.float32)
     on_workers = da.from_array(X, chunks=(400, 16)).persist()
     assert len(distributed.futures_of(on_workers)) == 8  # one chunk a future, on the workers

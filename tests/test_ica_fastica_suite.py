@@ -230,7 +230,7 @@ def test_an_early_stop_is_said(capsys):
 def test_the_whitening_is_fastica_s(solver):
     """ICA whitens as FastICA does (its solver, its scale and its signs), so that FastICA's
     ``w_init`` means the same start in both."""
-    from sklearn_adm._ica import fastica_whitener
+    from sklearn_adm.decomposition._ica import fastica_whitener
 
     X, _ = _sine_and_steps(0, noise=0.01)
     fastica = FastICA(3, whiten_solver=solver, random_state=0).fit(X)

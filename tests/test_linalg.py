@@ -6,7 +6,7 @@ import textwrap
 
 import torch
 
-from sklearn_adm._linalg import solve_ex
+from sklearn_adm._numerics.linalg import solve_ex
 
 
 def test_solve_ex_matches_torch_on_a_broadcast_batch():
@@ -27,7 +27,7 @@ def test_large_batches_on_two_threads_are_solved():
     script = textwrap.dedent(
         """
         import torch
-        from sklearn_adm._rotation import _cayley
+        from sklearn_adm._numerics.rotation import _cayley
         torch.set_num_threads(2)
         A = torch.randn(2, 200, 200, generator=torch.Generator().manual_seed(0))
         A = (A - A.mT) / 40

@@ -4,7 +4,7 @@ neighbours is learned on the training rows."""
 import numpy as np
 import pytest
 
-from sklearn_adm._neighbours import neighbour_predictions
+from sklearn_adm.independence._neighbours import neighbour_predictions
 
 
 def _draw(rng, n, relation, noise):

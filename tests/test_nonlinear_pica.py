@@ -11,9 +11,14 @@ from sklearn.datasets import load_digits
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_adm import NonlinearPICA
-from sklearn_adm._functional import _Tanh
-from sklearn_adm._nonlinear import _ACTIVATIONS, _BatchedMLP, _MLPAutoencoders, _SquaredError
+from sklearn_adm._numerics.functional import _Tanh
 from sklearn_adm.datasets import make_nonlinear_mixture
+from sklearn_adm.decomposition._nonlinear import (
+    _ACTIVATIONS,
+    _BatchedMLP,
+    _MLPAutoencoders,
+    _SquaredError,
+)
 
 
 def evaluate(model, seed):
@@ -143,7 +148,7 @@ def test_squared_error_is_each_starts_mean_squared_error_with_its_gradients():
 
 
 def test_per_feature_scaling_keeps_equal_variances_and_floors_a_feature_that_barely_varies():
-    from sklearn_adm._scaling import fit_scaling
+    from sklearn_adm._data.scaling import fit_scaling
 
     rng = np.random.default_rng(0)
     X = 3.0 * rng.standard_normal((2000, 3))
@@ -200,9 +205,9 @@ def test_more_components_than_the_narrowest_layer_is_refused(params, message, mo
     """Components computed from fewer hidden units than there are components are functions
     of one another: refused before any game is played (fitting the default on 384-dimensional
     embeddings took 2.6 s an update, for codes of rank 64)."""
-    from sklearn_adm import _game
+    from sklearn_adm.game import _loop
 
-    monkeypatch.setattr(_game.AdversarialGame, "play", None)  # any game would fail
+    monkeypatch.setattr(_loop.AdversarialGame, "play", None)  # any game would fail
     X = np.random.default_rng(0).normal(size=(50, 100))
     with pytest.raises(ValueError, match=message + r".*Pass n_components <= \d+ or wider"):
         NonlinearPICA(max_iter=2, **params).fit(X)
@@ -218,11 +223,11 @@ def test_starts_kept_after_narrowing_play_on_as_they_would_have(monkeypatch):
     """After the game narrows to the two starts of lowest decoder contrast, those starts (and
     their critics) carry their optimizers' state: their weights end as in a game where all
     four played to the end."""
-    from sklearn_adm import _game
+    from sklearn_adm.game import _loop
 
     X, _ = make_nonlinear_mixture(1_000, random_state=0)
     games, kept = [], []
-    play, narrow = _game.AdversarialGame.play, _game.AdversarialGame._narrow
+    play, narrow = _loop.AdversarialGame.play, _loop.AdversarialGame._narrow
 
     def recording_play(self, *args, **kwargs):
         games.append(self)
@@ -232,8 +237,8 @@ def test_starts_kept_after_narrowing_play_on_as_they_would_have(monkeypatch):
         kept.append(keep)
         return narrow(self, keep, *args)
 
-    monkeypatch.setattr(_game.AdversarialGame, "play", recording_play)
-    monkeypatch.setattr(_game.AdversarialGame, "_narrow", recording_narrow)
+    monkeypatch.setattr(_loop.AdversarialGame, "play", recording_play)
+    monkeypatch.setattr(_loop.AdversarialGame, "_narrow", recording_narrow)
     settings = dict(n_components=2, max_iter=60, tol=0, random_state=0)
     schedule = NonlinearPICA._schedule
     monkeypatch.setattr(NonlinearPICA, "_schedule", replace(schedule, narrowing=((30, 2),)))

@@ -9,8 +9,9 @@ import pytest
 from conftest import amari_error
 from sklearn.decomposition import PCA
 
-from sklearn_adm import ICA, PICA, DependenceScorer, NonlinearPICA, _chunked, _streaming
-from sklearn_adm._chunked import ChunkedArray, Moments, read_rows
+from sklearn_adm import ICA, PICA, DependenceScorer, NonlinearPICA
+from sklearn_adm._data import chunked, streaming
+from sklearn_adm._data.chunked import ChunkedArray, Moments, read_rows
 from sklearn_adm.datasets import make_embedding_like, make_pca_vs_pica
 
 da = pytest.importorskip("dask.array")
@@ -25,10 +26,10 @@ def _memmap(tmp_path, X, name="X.npy"):
 @pytest.fixture
 def small_blocks(monkeypatch):
     """Blocks of 100 rows, sums over 64, a pool of 512 rows in windows of 64."""
-    monkeypatch.setattr(_chunked, "_BLOCK_BYTES", 100 * 8 * 3)
-    monkeypatch.setattr(_chunked, "_SUM_ROWS", 64)
-    monkeypatch.setattr(_streaming, "_POOL_ROWS", 512)
-    monkeypatch.setattr(_streaming, "_WINDOW_ROWS", 64)
+    monkeypatch.setattr(chunked, "_BLOCK_BYTES", 100 * 8 * 3)
+    monkeypatch.setattr(chunked, "_SUM_ROWS", 64)
+    monkeypatch.setattr(streaming, "_POOL_ROWS", 512)
+    monkeypatch.setattr(streaming, "_WINDOW_ROWS", 64)
 
 
 @pytest.fixture(scope="module")
@@ -200,7 +201,7 @@ def test_learned_estimate_streams_every_row_of_a_large_chunked_array(
     read on held-out rows drawn from it: x and x^2 read as dependent, the independent column
     as independent, as the same estimate reads them in memory (0.95, 0.94 and 0.001 streamed
     through this test's small pool, 0.996, 0.996 and 0.001 in memory); a test finds them."""
-    from sklearn_adm import _scorer
+    from sklearn_adm.independence import _scorer
 
     monkeypatch.setattr(_scorer, "_IN_MEMORY_ROWS", 1000)
     rng = np.random.default_rng(0)
@@ -222,21 +223,21 @@ def test_arrays_in_memory_are_scaled_and_summed_a_block_at_a_time(monkeypatch):
     """A float32 array in memory is never copied whole in float64: scaling, scaled rows and
     the moments the fitted attributes come from are computed a block at a time, and equal
     those of one block."""
-    from sklearn_adm import _scaling
-    from sklearn_adm._base import scaled_rows
-    from sklearn_adm._chunked import code_moments
+    from sklearn_adm._data import scaling
+    from sklearn_adm._data.chunked import code_moments
+    from sklearn_adm.decomposition._base import scaled_rows
 
     X = make_embedding_like(1000, 12, random_state=0)[0].astype(np.float32) * 100 + 7
     rows = np.arange(0, 1000, 3)
     unmixing = np.random.default_rng(0).standard_normal((12, 4))
     whole = (
-        _scaling.fit_scaling(X, False, rows=rows),
+        scaling.fit_scaling(X, False, rows=rows),
         scaled_rows(X, rows, X.mean(axis=0), 2.0, "cpu"),
         code_moments(X, unmixing, 2.0),
     )
-    monkeypatch.setattr(_scaling, "BLOCK_ROWS", 64)
+    monkeypatch.setattr(scaling, "BLOCK_ROWS", 64)
     blocked = (
-        _scaling.fit_scaling(X, False, rows=rows),
+        scaling.fit_scaling(X, False, rows=rows),
         scaled_rows(X, rows, X.mean(axis=0), 2.0, "cpu"),
         code_moments(X, unmixing, 2.0),
     )

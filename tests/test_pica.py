@@ -10,7 +10,7 @@ from sklearn.decomposition import PCA, FastICA
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_adm import PICA, DependenceScorer
-from sklearn_adm._device import resolve_device
+from sklearn_adm._runtime.device import resolve_device
 from sklearn_adm.datasets import make_embedding_like, make_pca_vs_pica
 
 
@@ -49,7 +49,7 @@ def test_paper_example_where_every_random_start_mixed_x3_into_x1():
 def test_starts_keep_the_leading_directions_and_start_1_swaps_across_the_cut():
     import torch
 
-    from sklearn_adm import _pica_encoders
+    from sklearn_adm.decomposition import _pica_encoders
 
     torch.manual_seed(0)
     frame = _pica_encoders._SubspaceAutoencoders._starts(
@@ -132,9 +132,9 @@ def test_as_many_components_as_directions_is_ica_without_a_game(monkeypatch, n_c
     rank-deficient data) there is no subspace to choose: the components are the rotation of
     highest contrast, solved once, and no critic is trained (a fit of all 384 components of
     the docstrings took 27 s this way; the game took 176 s before its first update)."""
-    from sklearn_adm import _game
+    from sklearn_adm.game import _loop
 
-    monkeypatch.setattr(_game.AdversarialGame, "play", None)  # a game would fail
+    monkeypatch.setattr(_loop.AdversarialGame, "play", None)  # a game would fail
     rng = np.random.default_rng(0)
     sources = np.c_[rng.laplace(size=3000), rng.uniform(-1, 1, 3000), rng.exponential(size=3000)]
     mixing = rng.normal(size=(4, 3)) if n_components else rng.normal(size=(3, 3))
@@ -292,17 +292,17 @@ def test_auto_learning_rate_grows_with_the_square_root_of_components_above_32(
 
 def test_divergence_is_detected_and_the_last_good_state_kept(monkeypatch):
     """A non-finite loss stops training with a warning naming a remedy; output stays finite."""
-    from sklearn_adm import _game
+    from sklearn_adm.game import _loop
 
     calls = {"n": 0}
-    original = _game.AdversarialGame._encoder_step
+    original = _loop.AdversarialGame._encoder_step
 
     def poisoned(self, X_train):
         calls["n"] += 1
         loss, terms = original(self, X_train)
         return (loss * float("nan"), terms) if calls["n"] == 25 else (loss, terms)
 
-    monkeypatch.setattr(_game.AdversarialGame, "_encoder_step", poisoned)
+    monkeypatch.setattr(_loop.AdversarialGame, "_encoder_step", poisoned)
     X, _ = make_pca_vs_pica(1_000, random_state=0)
     with pytest.warns(ConvergenceWarning, match="diverged at iteration 25.*Lower learning_rate"):
         pica = PICA(n_components=2, random_state=0, max_iter=50).fit(X)
@@ -314,16 +314,16 @@ def test_divergence_is_detected_and_the_last_good_state_kept(monkeypatch):
 def test_critic_takes_its_warm_up_then_critic_steps_per_update(monkeypatch):
     """100 warm-up steps on the four starts, then critic_steps per update: for the 10 updates
     of all four starts, the 20 of the two leaders, then for the start that plays on."""
-    from sklearn_adm import _game
+    from sklearn_adm.game import _loop
 
     steps = []
-    original = _game.AdversarialGame._train_critic
+    original = _loop.AdversarialGame._train_critic
 
     def counted(self, X_train, count):
         steps.append((self.autoencoder.n_init, count))
         return original(self, X_train, count)
 
-    monkeypatch.setattr(_game.AdversarialGame, "_train_critic", counted)
+    monkeypatch.setattr(_loop.AdversarialGame, "_train_critic", counted)
     X, _ = make_pca_vs_pica(600, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -332,10 +332,10 @@ def test_critic_takes_its_warm_up_then_critic_steps_per_update(monkeypatch):
 
 
 def test_keyboard_interrupt_leaves_a_usable_model(monkeypatch):
-    from sklearn_adm import _game
+    from sklearn_adm.game import _loop
 
     calls = {"n": 0}
-    original = _game.AdversarialGame._encoder_step
+    original = _loop.AdversarialGame._encoder_step
 
     def interrupted(self, X_train):
         calls["n"] += 1
@@ -343,7 +343,7 @@ def test_keyboard_interrupt_leaves_a_usable_model(monkeypatch):
             raise KeyboardInterrupt
         return original(self, X_train)
 
-    monkeypatch.setattr(_game.AdversarialGame, "_encoder_step", interrupted)
+    monkeypatch.setattr(_loop.AdversarialGame, "_encoder_step", interrupted)
     X, _ = make_pca_vs_pica(1_000, random_state=0)
     with pytest.warns(UserWarning, match="interrupted at iteration 15"):
         pica = PICA(n_components=2, random_state=0, max_iter=50).fit(X)
@@ -357,9 +357,9 @@ def test_codes_project_the_weights_only_when_no_update_left_them_orthonormal(mon
     game's average) are projected first."""
     import torch
 
-    from sklearn_adm import _pica_encoders
-    from sklearn_adm._rotation import polar, retract
-    from sklearn_adm._streaming import TensorRows
+    from sklearn_adm._data.streaming import TensorRows
+    from sklearn_adm._numerics.rotation import polar, retract
+    from sklearn_adm.decomposition import _pica_encoders
 
     torch.manual_seed(0)
     X = torch.as_tensor(make_embedding_like(500, 12, random_state=0)[0])
@@ -407,8 +407,8 @@ def test_frame_gradient_moves_the_subspace_only_and_is_preconditioned():
     the plain gradient of the same loss, through the codes and the reconstruction."""
     import torch
 
-    from sklearn_adm import _pica_encoders
-    from sklearn_adm._streaming import TensorRows
+    from sklearn_adm._data.streaming import TensorRows
+    from sklearn_adm.decomposition import _pica_encoders
 
     torch.manual_seed(0)
     X = torch.as_tensor(make_embedding_like(500, 12, random_state=0)[0])
@@ -471,16 +471,16 @@ def test_step_decays_over_passes_over_the_rows_up_to_four_times_the_updates(n_tr
 def test_critic_minibatches_shrink_beyond_eight_components(monkeypatch, n_components, rows):
     """A critic step costs rows x features: beyond 8 components its minibatches hold
     4096 // n_components rows (at least 128); the encoder's keep batch_size."""
-    from sklearn_adm import _game
+    from sklearn_adm.nn import _training
 
     sizes = []
-    original = _game.CriticUpdates.__call__
+    original = _training.CriticUpdates.__call__
 
     def counted(self, batch):
         sizes.append(len(batch))
         return original(self, batch)
 
-    monkeypatch.setattr(_game.CriticUpdates, "__call__", counted)
+    monkeypatch.setattr(_training.CriticUpdates, "__call__", counted)
     X, _ = make_embedding_like(1200, 48, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)

@@ -13,7 +13,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from sklearn_adm import ICA, PICA, DependenceScorer, NonlinearPICA
-from sklearn_adm._base import distinct_records
+from sklearn_adm.decomposition._base import distinct_records
 
 QUICK = [
     PICA(n_components=2, max_iter=8, random_state=0),

@@ -5,10 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from sklearn_adm import _functional
-from sklearn_adm._ica_start import _RotationEncoders
-from sklearn_adm._rotation import (
-    NormalisedMomentum,
+from sklearn_adm._numerics import functional
+from sklearn_adm._numerics.rotation import (
     _fixed_point,
     negentropy,
     negentropy_rotation,
@@ -16,6 +14,8 @@ from sklearn_adm._rotation import (
     polar,
 )
 from sklearn_adm.datasets import make_embedding_like
+from sklearn_adm.decomposition._ica_start import _RotationEncoders
+from sklearn_adm.nn._optim import NormalisedMomentum
 
 
 def test_polar_is_the_nearest_orthonormal_frame():
@@ -36,7 +36,7 @@ def test_polar_is_the_nearest_orthonormal_frame():
 def test_negentropy_reads_log_cosh_on_either_cpu(monkeypatch, kernels_fast, dtype):
     """The contrast's log cosh, by exp and log or by softplus, is numpy's log(cosh(u)) minus
     the Gaussian's 0.3745672075, without overflow where cosh overflows."""
-    monkeypatch.setattr(_functional, "_CPU_KERNELS_FAST", kernels_fast)
+    monkeypatch.setattr(functional, "_CPU_KERNELS_FAST", kernels_fast)
     u = np.r_[np.linspace(-30.0, 30.0, 6001), -500.0, 500.0]
     with np.errstate(over="ignore"):
         log_cosh = np.where(np.abs(u) < 300, np.log(np.cosh(u)), np.abs(u) - np.log(2.0))
@@ -48,11 +48,11 @@ def test_negentropy_reads_log_cosh_on_either_cpu(monkeypatch, kernels_fast, dtyp
 
 @pytest.mark.parametrize("kernels_fast", [True, False])
 def test_the_rotations_tanh_on_either_cpu_is_tanh(monkeypatch, kernels_fast):
-    monkeypatch.setattr(_functional, "_CPU_KERNELS_FAST", kernels_fast)
+    monkeypatch.setattr(functional, "_CPU_KERNELS_FAST", kernels_fast)
     x = torch.linspace(-20, 20, 4001, dtype=torch.float64)
-    np.testing.assert_allclose(_functional.tanh_no_grad(x), torch.tanh(x), atol=1e-15)
+    np.testing.assert_allclose(functional.tanh_no_grad(x), torch.tanh(x), atol=1e-15)
     x32 = torch.randn(10_000)
-    assert (_functional.tanh_no_grad(x32) - torch.tanh(x32)).abs().max() < 5e-7
+    assert (functional.tanh_no_grad(x32) - torch.tanh(x32)).abs().max() < 5e-7
 
 
 @pytest.mark.parametrize(
@@ -67,11 +67,11 @@ def test_the_rotations_tanh_on_either_cpu_is_tanh(monkeypatch, kernels_fast):
     ],
 )
 def test_torch_kernels_are_chosen_on_avx512_cpus_but_amds(capability, vendor, fast):
-    assert _functional._vendor_kernels_are_fast(capability, vendor) is fast
+    assert functional._vendor_kernels_are_fast(capability, vendor) is fast
 
 
 def test_the_cpu_vendor_is_read_as_the_system_names_it():
-    vendor = _functional._cpu_vendor()
+    vendor = functional._cpu_vendor()
     assert isinstance(vendor, str)
     try:
         with open("/proc/cpuinfo") as cpuinfo:
@@ -170,15 +170,15 @@ def test_a_settled_rotation_takes_no_line_search(monkeypatch):
     """At a fixed point of FastICA's iteration there is no ascent direction: the step keeps
     the rotation after reading the contrast at it and at its fixed point, without trying
     any angle (it used to try ten)."""
-    from sklearn_adm import _rotation
+    from sklearn_adm._numerics import rotation
 
     torch.manual_seed(0)
     sources = torch.rand(4000, 3, dtype=torch.float64) * 2 - 1
     Y = (sources @ polar(torch.randn(3, 3, dtype=torch.float64)))[None] * 3**0.5
     R = _settled_rotation(Y)
     calls = []
-    counted = _rotation.negentropy
-    monkeypatch.setattr(_rotation, "negentropy", lambda *a: calls.append(1) or counted(*a))
+    counted = rotation.negentropy
+    monkeypatch.setattr(rotation, "negentropy", lambda *a: calls.append(1) or counted(*a))
     new, angle = negentropy_step(Y, R, torch.tensor([0.5], dtype=torch.float64))
     assert len(calls) == 1  # the fixed point's contrast; the current one is read directly
     np.testing.assert_allclose(new, R, atol=1e-6)
@@ -186,14 +186,14 @@ def test_a_settled_rotation_takes_no_line_search(monkeypatch):
 
 
 def test_exploration_stops_once_every_start_sits_at_a_fixed_point(monkeypatch):
-    from sklearn_adm import _rotation
+    from sklearn_adm._numerics import rotation
 
     torch.manual_seed(0)
     sources = torch.rand(4000, 3, dtype=torch.float64) * 2 - 1
     Y = (sources @ polar(torch.randn(3, 3, dtype=torch.float64)))[None] * 3**0.5
     steps = []
-    counted = _rotation._fixed_point
-    monkeypatch.setattr(_rotation, "_fixed_point", lambda *a: steps.append(1) or counted(*a))
+    counted = rotation._fixed_point
+    monkeypatch.setattr(rotation, "_fixed_point", lambda *a: steps.append(1) or counted(*a))
     R = negentropy_rotation(Y, polar(torch.randn(1, 3, 3, dtype=torch.float64)), explore=200)
     explored = len(steps)
     assert explored < 50  # FastICA converges on uniform sources in a few steps

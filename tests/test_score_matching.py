@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from sklearn_adm._score_matching import likelihood_rotation, score_fit, score_values
+from sklearn_adm._numerics.score_matching import likelihood_rotation, score_fit, score_values
 
 
 def _mixture(n, rng):

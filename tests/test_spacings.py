@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from sklearn_adm import _spacings
-from sklearn_adm._spacings import (
+from sklearn_adm._numerics import spacings
+from sklearn_adm._numerics.spacings import (
     _grid_entropy,
     _rounds,
     _turned_entropy,
@@ -60,7 +60,7 @@ def test_one_column_is_left_as_it_is():
 def test_the_cpu_grid_in_numpy_reads_as_torch_on_any_number_of_threads(threads, monkeypatch):
     """On the CPU a grid is evaluated in numpy, its planes split among the threads; the
     entropies are torch's (the path of other devices) to float32 rounding."""
-    monkeypatch.setattr(_spacings, "_GRID_PER_THREAD", 1000)  # a thread for this small grid
+    monkeypatch.setattr(spacings, "_GRID_PER_THREAD", 1000)  # a thread for this small grid
     generator = torch.Generator().manual_seed(0)
     first, second = torch.randn(2, 5, 3001, generator=generator)
     angles = torch.rand(5, 24, generator=generator) - 0.5

@@ -3,8 +3,8 @@
 import numpy as np
 import torch
 
-from sklearn_adm._game import calibrated_fit
-from sklearn_adm._stopping import History, ObjectivePlateau, RepresentationChange, within_noise
+from sklearn_adm.game._stopping import History, ObjectivePlateau, RepresentationChange, within_noise
+from sklearn_adm.nn._training import calibrated_fit
 
 
 def test_within_noise_holds_its_level_for_predictions_independent_of_their_targets():

@@ -10,9 +10,11 @@ import pytest
 import torch
 from threadpoolctl import threadpool_info
 
-from sklearn_adm import ICA, PICA, DependenceScorer, _spacings, _threads, training_threads
-from sklearn_adm._game import AdversarialGame
+from sklearn_adm import ICA, PICA, DependenceScorer, training_threads
+from sklearn_adm._numerics import spacings
+from sklearn_adm._runtime import threads as runtime_threads
 from sklearn_adm.datasets import make_embedding_like
+from sklearn_adm.game._loop import AdversarialGame
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
@@ -31,9 +33,9 @@ def cores(monkeypatch):
     def others_busy(self):
         return load["others"]() if callable(load["others"]) else load["others"]
 
-    monkeypatch.setattr(_threads, "_usable_cores", lambda: 4)
-    monkeypatch.setattr(_threads._LoadMeter, "others_busy", others_busy)
-    monkeypatch.setattr(_threads._LoadMeter, "age", lambda self: load["age"])
+    monkeypatch.setattr(runtime_threads, "_usable_cores", lambda: 4)
+    monkeypatch.setattr(runtime_threads._LoadMeter, "others_busy", others_busy)
+    monkeypatch.setattr(runtime_threads._LoadMeter, "age", lambda self: load["age"])
     return load
 
 
@@ -91,9 +93,9 @@ def test_ica_takes_threads_for_its_entropy_search(cores, caller_threads, monkeyp
     """The critic of two sources is small work, the start's search is not: on 1,000 rows it
     sorts grids of 1.15 million values."""
     seen = []
-    best_angles = _spacings._best_angles
+    best_angles = spacings._best_angles
     monkeypatch.setattr(
-        _spacings,
+        spacings,
         "_best_angles",
         lambda *args: seen.append(torch.get_num_threads()) or best_angles(*args),
     )
@@ -115,12 +117,12 @@ def test_a_fit_follows_a_load_that_starts_while_it_runs(cores, threads_in_game, 
 def test_a_fit_starts_on_one_thread_until_it_has_measured_the_load(cores, caller_threads):
     torch.set_num_threads(4)
     cores["age"] = 1.0  # a load may have started since the last reading
-    with _threads.FitThreads(10**9) as threads:
+    with runtime_threads.FitThreads(10**9) as threads:
         assert threads.n_threads == 1
         threads.rebalance()  # the meter's first interval: four cores free
         assert threads.n_threads == 4
     # work that cannot follow the load measures it before it starts
-    with _threads.FitThreads(10**9, follows=False) as threads:
+    with runtime_threads.FitThreads(10**9, follows=False) as threads:
         assert threads.n_threads == 4
 
 
@@ -129,11 +131,11 @@ def test_a_load_that_began_since_the_last_reading_never_meets_two_threads(
 ):
     """A busy process starting between two fits: the second fit computes on one thread from
     its first operation (it used to start on two, the last reading read an idle machine)."""
-    monkeypatch.setattr(_threads, "_usable_cores", lambda: 2)
+    monkeypatch.setattr(runtime_threads, "_usable_cores", lambda: 2)
     applied = []
-    apply = _threads.FitThreads._apply
+    apply = runtime_threads.FitThreads._apply
     monkeypatch.setattr(
-        _threads.FitThreads, "_apply", lambda self, n: applied.append(n) or apply(self, n)
+        runtime_threads.FitThreads, "_apply", lambda self, n: applied.append(n) or apply(self, n)
     )
     torch.set_num_threads(2)
     PICA(**LARGE).fit(X)
@@ -191,15 +193,15 @@ def test_the_callers_blas_threads_are_given_back(cores):
 
 def test_fits_side_by_side_in_one_process_share_the_free_cores(cores, caller_threads):
     torch.set_num_threads(4)
-    with _threads.FitThreads(10**9) as first:
-        with _threads.FitThreads(10**9) as second:
+    with runtime_threads.FitThreads(10**9) as first:
+        with runtime_threads.FitThreads(10**9) as second:
             assert second.n_threads == 2  # four free cores, two fits
         assert first.n_threads == 4
         assert torch.get_num_threads() == 4
 
 
 def test_the_meter_sees_a_busy_process():
-    meter = _threads._LoadMeter()
+    meter = runtime_threads._LoadMeter()
     assert meter.others_busy() is None  # one reading: no interval yet
     hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:

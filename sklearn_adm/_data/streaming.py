@@ -85,7 +85,7 @@ def _draw(X, size, count, generator):
 
 
 class StreamedRows:
-    """Training rows of a :class:`~sklearn_adm._chunked.ChunkedArray`, read a window at a time.
+    """Training rows of a :class:`~sklearn_adm._data.chunked.ChunkedArray`, read a window at a time.
 
     Parameters
     ----------

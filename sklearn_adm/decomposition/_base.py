@@ -19,17 +19,13 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from ._chunked import ChunkedArray, Moments, check_chunked, is_chunked
-from ._scaling import fit_scaling, row_blocks, scaling_from_moments
-from ._warnings import warn
+from .._data.chunked import ChunkedArray, Moments, check_chunked, is_chunked
+from .._data.rows import MIN_VALIDATION_ROWS, distinct_records, scaled_rows, split_rows
+from .._data.scaling import fit_scaling, scaling_from_moments
+from .._runtime.warnings import warn
 
-#: below this many held-out rows, the held-out estimate is too noisy: all rows serve both roles
-_MIN_VALIDATION_ROWS = 10
 #: the fewest rows of a critic's minibatch
 _MIN_CRITIC_ROWS = 128
-#: data are continuous when each column takes at least this share as many distinct values as
-#: there are distinct rows (float32 rounding makes a few values coincide by chance)
-_CONTINUOUS_SHARE = 0.9
 
 
 def _n_components_constraint():
@@ -43,10 +39,10 @@ def _n_components_constraint():
 
 
 def pca_count(X, n_components):
-    """The number of components that scikit-learn's PCA keeps for ``n_components`` a share
-    of variance in (0, 1) (the fewest principal directions that explain more) or ``"mle"``
-    (Minka's choice of dimension); of a :class:`~._chunked.ChunkedArray`, by PCA's rules
-    from the eigenvalues of its covariance."""
+    """The number of components that scikit-learn's PCA keeps for ``n_components`` a share of
+    variance in (0, 1) (the fewest principal directions that explain more) or ``"mle"`` (Minka's
+    choice of dimension); of a :class:`~sklearn_adm._data.chunked.ChunkedArray`, by PCA's rules from
+    the eigenvalues of its covariance."""
     if not isinstance(X, ChunkedArray):
         return int(PCA(n_components, svd_solver="full").fit(X).n_components_)
     spectrum = X.moments.spectrum
@@ -83,18 +79,6 @@ class Schedule:
     stop_on_objective: bool = False
     #: stop, before the first update too, when the held-out critic finds no dependence
     stop_when_independent: bool = False
-
-
-def scaled_rows(X, rows, mean, scale, device):
-    """``(X[rows] - mean) / scale`` as a float32 tensor on ``device``, computed in float64
-    ``BLOCK_ROWS`` rows at a time (a float32 ``X`` is never copied whole in float64)."""
-    import torch
-
-    scaled = torch.empty((len(rows), X.shape[1]), dtype=torch.float32, device=device)
-    for part in row_blocks(len(rows)):
-        block = (X[rows[part]].astype(np.float64) - mean) / scale
-        scaled[part] = torch.as_tensor(block, dtype=torch.float32)
-    return scaled
 
 
 @dataclass(frozen=True)
@@ -152,38 +136,6 @@ def warn_game_outcome(result, desc, max_iter):
         )
 
 
-def split_rows(n_samples, validation_fraction, rng):
-    """Indices of the training rows and of the held-out rows (the same rows if too few)."""
-    n_val = int(round(validation_fraction * n_samples))
-    if n_val < _MIN_VALIDATION_ROWS or n_samples - n_val < 2:
-        everything = np.arange(n_samples)
-        return everything, everything
-    order = rng.permutation(n_samples)
-    return np.sort(order[n_val:]), np.sort(order[:n_val])
-
-
-def distinct_records(X):
-    """Indices of the rows the game learns from, in order.
-
-    A continuous distribution does not draw the same row twice, so in continuous data a row
-    that repeats exactly is a duplicated record (the same text embedded twice) and counts once,
-    at its first occurrence. Where rows repeat because they are frequent (counts, small
-    integers, categories), the repeats are the distribution and every row counts. The data are
-    taken as continuous when the copies are fewer than the distinct rows and every column
-    takes nearly as many distinct values as there are distinct rows.
-    """
-    n_samples = len(X)
-    row_bytes = np.dtype((np.void, X.dtype.itemsize * X.shape[1]))
-    _, first = np.unique(np.ascontiguousarray(X).view(row_bytes)[:, 0], return_index=True)
-    if len(first) == n_samples or 2 * len(first) <= n_samples:
-        return np.arange(n_samples)
-    first = np.sort(first)
-    column_values = 1 + (np.diff(np.sort(X[first], axis=0), axis=0) != 0).sum(axis=0)
-    if column_values.min() < _CONTINUOUS_SHARE * len(first):
-        return np.arange(n_samples)
-    return first
-
-
 class BaseADMTransformer(
     ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator, metaclass=ABCMeta
 ):
@@ -220,10 +172,11 @@ class BaseADMTransformer(
 
     @abstractmethod
     def _make_autoencoder(self, n_features, n_components, rows):
-        """Return the module the game trains: ``n_init`` restarts side by side, built from
-        the scaled training ``rows`` (all rows where the schedule's ``start_from_all_rows``),
-        a :class:`~._streaming.TensorRows` or :class:`~._streaming.StreamedRows`: their
-        ``covariance()``, a ``sample(n_rows)`` of them.
+        """Return the module the game trains: ``n_init`` restarts side by side, built from the
+        scaled training ``rows`` (all rows where the schedule's ``start_from_all_rows``), a
+        :class:`~sklearn_adm._data.streaming.TensorRows` or
+        :class:`~sklearn_adm._data.streaming.StreamedRows`: their ``covariance()``, a
+        ``sample(n_rows)`` of them.
 
         It has an ``n_init`` attribute, ``encode(x)`` returning the ``(n, n_init * n_components)``
         representations of all restarts, and ``reconstruction_error(x, z)`` returning each
@@ -233,7 +186,7 @@ class BaseADMTransformer(
     @abstractmethod
     def _store_fitted(self, autoencoder, init, X, mean, scale):
         """Turn restart ``init`` of the trained autoencoder into fitted attributes; ``X`` is
-        the validated input (an array, or a :class:`~._chunked.ChunkedArray`)."""
+        the validated input (an array, or a :class:`~sklearn_adm._data.chunked.ChunkedArray`)."""
 
     @abstractmethod
     def _transform(self, X):
@@ -335,23 +288,25 @@ class BaseADMTransformer(
 
     @staticmethod
     def _blockwise(function, X, n_outputs):
-        """``function(X)``; of a :class:`~._chunked.ChunkedArray`, block by block."""
+        """``function(X)``; of a :class:`~sklearn_adm._data.chunked.ChunkedArray`, block by
+        block."""
         if not isinstance(X, ChunkedArray):
             return function(X)
         dtype = function(np.zeros((1, X.shape[1]), dtype=X.dtype)).dtype
         return X.map_rows(function, n_outputs, dtype)
 
     def _fit(self, X):
-        """Validate ``X``, play the game and store the fitted state; return the validated X
-        (a :class:`~._chunked.ChunkedArray` where ``X`` is memory-mapped or a Dask array).
-        Torch and the game are imported here, not with the package: a fitted model
+        """Validate ``X``, play the game and store the fitted state; return the validated X (a
+        :class:`~sklearn_adm._data.chunked.ChunkedArray` where ``X`` is memory-mapped or a Dask
+        array). Torch and the game are imported here, not with the package: a fitted model
         transforms without them."""
         import torch
 
-        from ._allocator import training_allocations
-        from ._device import resolve_device
-        from ._game import AdversarialGame, GameResult
-        from ._threads import FitThreads
+        from .._runtime.allocator import training_allocations
+        from .._runtime.device import resolve_device
+        from .._runtime.threads import FitThreads
+        from ..game._loop import AdversarialGame
+        from ..game._settings import GameResult
 
         self._stream = None  # a fit starts afresh, also after partial_fit
         X = self._validate_for_fit(X)
@@ -391,10 +346,10 @@ class BaseADMTransformer(
         as it stands, on the moments of every row seen."""
         import torch
 
-        from ._allocator import training_allocations
-        from ._device import resolve_device
-        from ._streaming import TensorRows
-        from ._threads import FitThreads
+        from .._data.streaming import TensorRows
+        from .._runtime.allocator import training_allocations
+        from .._runtime.device import resolve_device
+        from .._runtime.threads import FitThreads
 
         first = getattr(self, "_stream", None) is None
         X = validate_data(
@@ -451,8 +406,8 @@ class BaseADMTransformer(
         critic warmed up."""
         import torch
 
-        from ._game import AdversarialGame
-        from ._streaming import TensorRows
+        from .._data.streaming import TensorRows
+        from ..game._loop import AdversarialGame
 
         mean, scale = fit_scaling(X, self._schedule.per_feature_scaling, rows=train_rows)
         stream = _Stream(settings, mean, scale, self.device_)
@@ -482,7 +437,7 @@ class BaseADMTransformer(
         :class:`_TrainingData`: distinct records, split into training and held-out rows,
         scaled on the training rows, as float32 tensors on the device."""
 
-        from ._streaming import TensorRows
+        from .._data.streaming import TensorRows
 
         records = distinct_records(X)
         train_rows, val_rows = split_rows(len(records), self.validation_fraction, rng)
@@ -499,18 +454,19 @@ class BaseADMTransformer(
         return len(train_rows), load
 
     def _streamed_split(self, source, rng, seed):
-        """:meth:`_split` for a :class:`~._chunked.ChunkedArray`: held-out rows drawn at
+        """:meth:`_split` for a :class:`~sklearn_adm._data.chunked.ChunkedArray`: held-out rows
+        drawn at
         random (at most ``MAX_HELD_OUT_ROWS``), read once; the scaling from the
         moments of all rows (one pass); the training rows streamed from the array. Repeated
         rows are not looked for: that would take a pass over the data of its own."""
         import torch
 
-        from ._streaming import StreamedRows, held_out_rows
+        from .._data.streaming import StreamedRows, held_out_rows
 
         n_samples = len(source)
         held_out = held_out_rows(n_samples, self.validation_fraction, seed)
         val_rows = held_out
-        if len(held_out) < _MIN_VALIDATION_ROWS or n_samples - len(held_out) < 2:
+        if len(held_out) < MIN_VALIDATION_ROWS or n_samples - len(held_out) < 2:
             held_out, val_rows = np.empty(0, dtype=np.intp), np.arange(n_samples)
 
         def load():
@@ -573,7 +529,7 @@ class BaseADMTransformer(
         autoencoder is ``fixed``), seeded, on ``self.device_``."""
         import torch
 
-        from ._critic import ADMCritic
+        from ..nn._critic import ADMCritic
 
         with torch.random.fork_rng(devices=[]):  # seed module init without touching the user's RNG
             torch.manual_seed(seed)
@@ -592,7 +548,7 @@ class BaseADMTransformer(
     def _game_settings(self, n_train, n_components):
         """The game's settings; no variance hinge unless the estimator has a
         ``variance_weight``."""
-        from ._game import GameSettings
+        from ..game._settings import GameSettings
 
         return GameSettings(
             dependence_weight=self.dependence_weight,

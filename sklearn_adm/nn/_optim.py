@@ -162,13 +162,13 @@ class CriticAdam(Adam):
     """Adam for an :class:`~sklearn_adm.ADMCritic` that never forms its largest gradient.
 
     The predictors' first layer holds ``d * d * h`` weights. Where it is larger than
-    ``_BLOCK_BYTES``, a training step (:func:`~._critic_step.critic_step`) does not form
-    the layer's gradient: it hands the layer's input and its output's gradient to
-    :meth:`update_input_layer`, which computes the gradient of each block of rows (the units
-    of some predictors) and lets Adam update that block at once. At ``d = 2048`` a step then
-    holds 512 MiB less and writes no fresh pages for the gradient. The update is Adam's to
-    rounding, and the layer's moments are kept where Adam keeps them, so :meth:`state_dict`
-    and :meth:`load_state_dict` work unchanged.
+    ``_BLOCK_BYTES``, a training step (:func:`~sklearn_adm.nn._critic_step.critic_step`) does not
+    form the layer's gradient: it hands the layer's input and its output's gradient to
+    :meth:`update_input_layer`, which computes the gradient of each block of rows (the units of some
+    predictors) and lets Adam update that block at once. At ``d = 2048`` a step then holds 512 MiB
+    less and writes no fresh pages for the gradient. The update is Adam's to rounding, and the
+    layer's moments are kept where Adam keeps them, so :meth:`state_dict` and
+    :meth:`load_state_dict` work unchanged.
     """
 
     def __init__(self, critic, learning_rate, device):
@@ -209,3 +209,37 @@ class CriticAdam(Adam):
                     [state["step"].clone()],  # Adam counts this block's step: one more
                 )
         state["step"] += 1
+
+
+class NormalisedMomentum(GameOptimizer):
+    """SGD with momentum, each step divided by the running root-mean-square of the gradient
+    of the whole tensor (Adam with one second moment per tensor, not per entry).
+
+    Adam rescales every entry on its own, which turns a frame's gradient in an arbitrary
+    direction: a tiny but informative component (such as the variance cost of moving one
+    column rather than another) is blown up to the same step as a large one. One scale per
+    tensor keeps the direction of the gradient, so the update commutes with rotations.
+    """
+
+    def __init__(self, params, lr, betas=(0.9, 0.99)):
+        super().__init__(params, {"lr": lr, "betas": betas})
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if not state:
+                    state["step"] = 0
+                    state["momentum"] = torch.zeros_like(p)
+                    state["power"] = torch.zeros((), dtype=p.dtype, device=p.device)
+                state["step"] += 1
+                t = state["step"]
+                state["momentum"].lerp_(p.grad, 1 - beta1)
+                # mean squared norm of a column (the last axis indexes columns)
+                state["power"].lerp_(p.grad.square().sum(dim=-2).mean(), 1 - beta2)
+                scale = (state["power"] / (1 - beta2**t)).sqrt().clamp_min(1e-12)
+                p.sub_(state["momentum"] / ((1 - beta1**t) * scale), alpha=group["lr"])

@@ -9,7 +9,7 @@ import warnings
 #: frames in these files are the machinery between the user's call and the warning:
 #: this package, scikit-learn's wrappers (``_fit_context``, pipelines, searches) and
 #: joblib's, torch's decorators and ``contextlib`` (found without importing them)
-_PACKAGES = (__package__, "sklearn", "joblib", "torch")
+_PACKAGES = (__package__.partition(".")[0], "sklearn", "joblib", "torch")
 _MACHINERY = (
     *(
         os.path.dirname(importlib.util.find_spec(name).origin) + os.sep

@@ -12,10 +12,10 @@ from sklearn.decomposition import FastICA
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval
 
+from .._data.chunked import ChunkedArray, Moments, code_moments
+from .._runtime.warnings import raised_at_caller, warn
 from ._base import Schedule, _n_components_constraint, _widths_constraint, pca_count
-from ._chunked import ChunkedArray, Moments, code_moments
 from ._linear import LinearADMTransformer, flip_signs
-from ._warnings import raised_at_caller, warn
 
 #: FastICA's parameters of ICA, validated as FastICA validates them
 _FASTICA_PARAMETERS = ("algorithm", "whiten", "fun", "fun_args", "w_init", "whiten_solver")
@@ -28,7 +28,7 @@ _ANCHOR_WEIGHT = 2.0
 
 
 def whitened_rank(X):
-    """The directions of ``X`` (an array or a :class:`~._chunked.ChunkedArray`) that
+    """The directions of ``X`` (an array or a :class:`~sklearn_adm._data.chunked.ChunkedArray`) that
     whitening can make white: those whose variance, an eigenvalue of the covariance, is
     above its rounding (``n_features`` x machine epsilon x the largest), at least 1.
 
@@ -340,7 +340,7 @@ class ICA(LinearADMTransformer):
         """The start's entropy search sorts grids of angles for every plane at once (on the
         FastICA test's 1,000 rows of two sources, 1.15 million values): two threads took
         0.16 s where one took 0.22 s."""
-        from ._spacings import grid_size
+        from .._numerics.spacings import grid_size
 
         return grid_size(n_rows, n_components)
 
@@ -355,8 +355,8 @@ class ICA(LinearADMTransformer):
         """
         import torch  # only where a fit runs
 
+        from .._numerics.score_matching import fisher_information, gaussian_looking
         from ._ica_start import _RotationEncoders, refined_start
-        from ._score_matching import fisher_information, gaussian_looking
 
         X_start = rows.in_memory(_START_ROWS)
         X = X_start.double().cpu().numpy()
@@ -412,7 +412,7 @@ class ICA(LinearADMTransformer):
         return whitener, torch.as_tensor(white), torch.as_tensor(left @ right)
 
     def _game_settings(self, n_train, n_components):
-        from ._game import GameSettings
+        from ..game._settings import GameSettings
 
         return GameSettings(
             dependence_weight=1.0,

@@ -16,8 +16,8 @@ and the pair stays near its start.
 
 import torch
 
-from ._linalg import solve_ex
-from ._threads import follow_load
+from .._runtime.threads import follow_load
+from .linalg import solve_ex
 
 #: centres and width of the Gaussian bumps, for columns of unit variance
 _BUMP_CENTRES, _BUMP_WIDTH = torch.linspace(-2.4, 2.4, 9), 0.5

@@ -6,8 +6,8 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._data.chunked import code_moments
 from ._base import Schedule, _n_components_constraint
-from ._chunked import code_moments
 from ._linear import LinearADMTransformer, flip_signs
 
 #: the encoder's initial step, in radians, with ``learning_rate="auto"``, a dependence weight
@@ -269,7 +269,7 @@ class PICA(LinearADMTransformer):
     def _store_fitted(self, autoencoder, init, X, mean, scale):
         import torch
 
-        from ._scaling import principal_axes
+        from .._data.scaling import principal_axes
 
         # in units of the data's magnitude, where no variance over- or underflows; the
         # components are the same in any units. From the moments of all rows, not only the

@@ -6,10 +6,10 @@ from numbers import Integral, Real
 import torch
 from torch import nn
 
-from ._adam import CriticAdam, adam_kernel
+from .._runtime.device import resolve_device
 from ._critic import ADMCritic, dependence_mse
-from ._device import resolve_device
-from ._game import CriticUpdates, calibrated_fit, variance_hinge
+from ._optim import CriticAdam, adam_kernel
+from ._training import CriticUpdates, calibrated_fit, variance_hinge
 
 __all__ = ["ADMRegularizer"]
 

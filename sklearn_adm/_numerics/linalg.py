@@ -1,13 +1,13 @@
 """Linear solves of batches of matrices, safe on every number of CPU threads.
 
-torch factors the matrices of a batch on several threads at once, each thread calling
-MKL's LU (``getrf``), which is not safe to call so once ``torch.set_num_threads`` has
-allowed it threads of its own: from about 150 x 150 up, a batch of two or more prints
-"Intel oneMKL ERROR: Parameter 6 was incorrect on entry to SLASWP" and hangs or returns
-wrong numbers (pytorch/pytorch#141358 and #142815; torch 2.5 to 2.13 at least). Every fit
-sets the threads (:mod:`._threads`), and ``PICA()`` on 384-dimensional embeddings (384
-components) hung there. On the CPU the matrices of a batch are therefore solved one at a
-time, each by the same LAPACK call: the same numbers.
+torch factors the matrices of a batch on several threads at once, each thread calling MKL's LU
+(``getrf``), which is not safe to call so once ``torch.set_num_threads`` has allowed it threads of
+its own: from about 150 x 150 up, a batch of two or more prints "Intel oneMKL ERROR: Parameter 6 was
+incorrect on entry to SLASWP" and hangs or returns wrong numbers (pytorch/pytorch#141358 and
+#142815; torch 2.5 to 2.13 at least). Every fit sets the threads
+(:mod:`sklearn_adm._runtime.threads`), and ``PICA()`` on 384-dimensional embeddings (384 components)
+hung there. On the CPU the matrices of a batch are therefore solved one at a time, each by the same
+LAPACK call: the same numbers.
 """
 
 import numpy as np

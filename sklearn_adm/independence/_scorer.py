@@ -13,8 +13,12 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _num_samples, check_array
 
-from ._base import split_rows
-from ._chunked import ChunkedArray, check_chunk_sizes, is_chunked, read_rows
+from .._data.chunked import ChunkedArray, check_chunk_sizes, is_chunked, read_rows
+from .._data.rows import split_rows
+from .._data.scaling import magnitude
+from .._runtime.device import resolve_device
+from ..nn._critic import ADMCritic, _standardize
+from ..nn._training import calibrate, calibrated_fit, train_critic
 from ._conditional import (
     centred_within,
     cross_fitted_residuals,
@@ -22,18 +26,14 @@ from ._conditional import (
     linear_within,
     local_groups,
 )
-from ._critic import ADMCritic, _standardize
-from ._device import resolve_device
-from ._game import calibrate, calibrated_fit, train_critic
-from ._neighbours import neighbour_predictions
-from ._scaling import magnitude
-from .metrics import (
+from ._distance import (
     _one_vs_rest_of_each,
     distance_correlation_one_vs_rest,
     distance_correlation_pairwise,
-    gradient_boosting_dependence,
     permuted_distance_correlation,
 )
+from ._neighbours import neighbour_predictions
+from ._trees import gradient_boosting_dependence
 
 #: Options of the learned metric, and their defaults.
 _CRITIC_DEFAULTS = {
@@ -204,7 +204,7 @@ class DependenceScorer(BaseEstimator):
         """Validate parameters and ``Z``; return float64 rows (subsampled), a RandomState and
         the device. Given ``rng``, ``Z`` holds the rows drawn with it already. With
         ``stream``, a memory-mapped or Dask array of which every row is asked for comes back
-        as a :class:`~._chunked.ChunkedArray`, for the critic to stream."""
+        as a :class:`~sklearn_adm._data.chunked.ChunkedArray`, for the critic to stream."""
         self._validate_params()
         unknown = set(self.critic_params or {}) - set(_CRITIC_DEFAULTS)
         if unknown:
@@ -592,10 +592,11 @@ class DependenceScorer(BaseEstimator):
 
 
 def _streamed_split(source, validation_fraction, seed, device):
-    """The critic's training rows of a :class:`~._chunked.ChunkedArray` (streamed) and its
+    """The critic's training rows of a :class:`~sklearn_adm._data.chunked.ChunkedArray` (streamed)
+    and its
     held-out rows (at most ``MAX_HELD_OUT_ROWS``, read once), centred and scaled by the
     largest magnitude as :func:`_rescale` scales rows in memory."""
-    from ._streaming import StreamedRows, held_out_rows
+    from .._data.streaming import StreamedRows, held_out_rows
 
     moments = source.moments
     held_out = held_out_rows(len(source), validation_fraction, seed)

@@ -1,11 +1,11 @@
 """Data larger than memory: memory-mapped NumPy arrays and Dask arrays, read in blocks of rows.
 
 An estimator given such an array never holds it whole. Its moments (mean, covariance, largest
-magnitude) come from one pass over the blocks (:meth:`ChunkedArray.moments`; on a Dask array
-the pass runs where the chunks live, and only ``d x d`` sums travel), the game draws its
-minibatches from rows read a window at a time (:mod:`._streaming`), and ``transform`` maps the
-blocks one by one (:meth:`ChunkedArray.map_rows`). No torch here: a fitted model transforms
-without it.
+magnitude) come from one pass over the blocks (:meth:`ChunkedArray.moments`; on a Dask array the
+pass runs where the chunks live, and only ``d x d`` sums travel), the game draws its minibatches
+from rows read a window at a time (:mod:`sklearn_adm._data.streaming`), and ``transform`` maps the
+blocks one by one (:meth:`ChunkedArray.map_rows`). No torch here: a fitted model transforms without
+it.
 
 Pages of a memory-mapped file that a read touched count in the process's resident memory for
 as long as they stay mapped; each read here hands them back (``madvise(MADV_DONTNEED)``: the
@@ -20,7 +20,7 @@ from functools import cached_property
 import numpy as np
 from sklearn.utils.validation import _check_feature_names, _check_n_features
 
-from ._scaling import magnitude, merge_moments, row_blocks
+from .scaling import magnitude, merge_moments, row_blocks
 
 #: bytes of a block of a memory-mapped array read at a time
 _BLOCK_BYTES = 64 * 2**20
@@ -108,7 +108,8 @@ class Moments:
         return moments
 
     def merge(self, other):
-        """The moments of both sets of rows (:func:`~._scaling.merge_moments`), in the
+        """The moments of both sets of rows (:func:`~sklearn_adm._data.scaling.merge_moments`), in
+        the
         larger unit; ``other`` may be None."""
         if other is None or other.n == 0:
             return self

@@ -24,243 +24,24 @@ critic scores them all, each predictor seeing only the features of its own start
 iterates, as in GAN training, which settles the jitter that the adversary keeps up.
 """
 
-import contextlib
 import copy
-from dataclasses import dataclass
 
 import torch
-from torch import nn
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm.auto import tqdm
 
-from ._adam import CriticAdam, make_adam
-from ._allocator import training_allocations
-from ._critic import dependence_mse
-from ._critic_step import critic_step, dependence_gradient
+from .._runtime.threads import follow_load
+from .._runtime.warnings import warn
+from ..nn._critic_step import dependence_gradient
+from ..nn._optim import CriticAdam
+from ..nn._training import CriticUpdates, calibrate, row_errors, train_critic
+from ._settings import GameResult
 from ._stopping import History, ObjectivePlateau, RepresentationChange, within_noise
-from ._threads import FitThreads, follow_load
-from ._warnings import warn
-
-
-class Autoencoders(nn.Module):
-    """What the game needs of an autoencoder: ``n_init`` starts side by side.
-
-    Subclasses set ``n_init`` and implement ``encode(x)``, returning the
-    ``(n, n_init * n_components)`` codes of all starts, and ``reconstruction_error(x, z)``,
-    each start's error ``(n_init,)``. The hooks below default to doing nothing.
-    """
-
-    #: True when the game has nothing to move, so that the estimator only calls ``finish``
-    #: (on its single start) and plays no game
-    fixed = False
-
-    def prepare(self, x):
-        """Map the rows once, before the game, into the coordinates ``encode`` reads."""
-        return x
-
-    def selection_penalty(self, z):
-        """Added to each start's held-out objective when the starts are ranked, ``(n_init,)``
-        (may be infinite); zero where the objective alone decides."""
-        return torch.zeros(self.n_init, device=z.device)
-
-    def variance_hinge(self, z):
-        """The variance hinge of each code ``(n_init * n_components,)`` given the codes
-        ``z`` just encoded: :func:`variance_hinge` on them."""
-        return variance_hinge(z)
-
-    def after_update(self):
-        """Called after every encoder update (a retraction, a constraint, a second solver)."""
-
-    def make_optimizer(self, learning_rate, device):
-        """The encoder's optimizer; Adam unless the geometry asks for another."""
-        return make_adam(self.parameters(), learning_rate, device)
-
-    def finish(self):
-        """Called once on the averaged encoder that the game returns (a final solve)."""
-
-    def stopping_codes(self, x, z):
-        """The codes of the rows ``x`` whose change the stopping rule measures, given their
-        representation ``z``: ``z`` itself, unless ``finish`` solves part of it again."""
-        return z
-
-    def absorb(self, x):
-        """Learn what a stream's new batch ``x`` (prepared) teaches beyond the game's updates
-        (``partial_fit`` calls it with every batch after the first)."""
-
-    def keep_starts(self, starts):
-        """Keep only the starts listed, in place and in that order (``n_init`` becomes their
-        number)."""
-        raise NotImplementedError(f"{type(self).__name__} cannot narrow its starts.")
-
-
-@dataclass(frozen=True)
-class GameSettings:
-    """The knobs of the game; estimators fill them from their public parameters."""
-
-    dependence_weight: float
-    reconstruction_weight: float
-    variance_weight: float
-    critic_steps: int
-    batch_size: int
-    #: rows of the critic's minibatches
-    critic_batch_size: int
-    max_iter: int
-    learning_rate: float
-    critic_learning_rate: float
-    tol: float
-    n_iter_no_change: int
-    verbose: int = 0
-    #: encoder updates between two evaluations on the held-out rows
-    eval_every: int = 10
-    #: decay of the moving average of the encoder's parameters
-    ema_decay: float = 0.95
-    #: critic updates on the initial representations before the first encoder update
-    warmup_steps: int = 200
-    #: held-out rows on which the autoencoder's selection penalty is computed
-    selection_rows: int = 1024
-    #: evaluations whose mean criterion ranks the starts (one evaluation is noisy)
-    rank_window: int = 1
-    #: ``(n_iter, keep)`` pairs, in order: after update ``n_iter`` only the ``keep`` leading
-    #: starts play on (none: all of them, to the end)
-    narrowing: tuple[tuple[int, int], ...] = ()
-    #: rank the starts for narrowing by the autoencoder's selection penalty alone (the
-    #: objective, still falling at different rates, would hide it)
-    narrow_on_penalty: bool = False
-    #: the encoder's step size at update t is learning_rate / (1 + t / learning_rate_decay)
-    learning_rate_decay: float | None = None
-    #: stop when the leading start's held-out objective has not improved by ``tol`` over
-    #: ``n_iter_no_change`` updates (instead of when its representation stops changing)
-    stop_on_objective: bool = False
-    #: stop, before the first update too, when the held-out critic finds no more dependence
-    #: than independence gives (:func:`within_noise`)
-    stop_when_independent: bool = False
-    #: keep the game's encoder only where a critic that did not play finds less dependence
-    #: on the held-out rows in it than in the start (:meth:`AdversarialGame.confirm`); for
-    #: games whose starts are not narrowed
-    confirm_with_fresh_critic: bool = False
-
-
-@dataclass
-class GameResult:
-    history: list
-    n_iter: int
-    converged: bool
-    best_init: int
-    #: whether an update's loss was not finite (the model of the last evaluation is kept)
-    diverged: bool = False
-
-
-class CriticUpdates:
-    """Runs :func:`~._critic_step.critic_step` on minibatches of one shape: eagerly, or on
-    CUDA by replaying one captured CUDA graph of the step (a step is tens of small kernels,
-    and at the sizes of a fit the GPU otherwise waits on their launches). A batch of another
-    shape than the captured one runs eagerly.
-
-    The first ``eager_steps`` updates run eagerly on a side stream, as capture needs (they
-    create the optimizer's state); the next one is captured and every later one replays it on
-    the batch copied into the captured input. Make a new one when the critic or its optimizer
-    changes.
-    """
-
-    eager_steps = 3
-
-    def __init__(self, critic, optimizer, device):
-        self.critic, self.optimizer = critic, optimizer
-        self.use_graph = device.type == "cuda"
-        self.done, self.graph, self.batch = 0, None, None
-
-    def __call__(self, batch):
-        if self.graph is not None and batch.shape == self.batch.shape:
-            self.batch.copy_(batch)
-            self.graph.replay()
-        elif not self.use_graph or self.graph is not None:  # another shape runs eagerly
-            critic_step(self.critic, self.optimizer, batch)
-        elif self.done < self.eager_steps:
-            stream = torch.cuda.Stream()
-            stream.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(stream):
-                critic_step(self.critic, self.optimizer, batch)
-            torch.cuda.current_stream().wait_stream(stream)
-        else:
-            self.batch, self.graph = batch.clone(), torch.cuda.CUDAGraph()
-            self.optimizer.zero_grad()
-            with torch.cuda.graph(self.graph):
-                critic_step(self.critic, self.optimizer, self.batch)
-            self.graph.replay()  # capture records the step without running it
-        self.done += 1
-
-
-@torch.no_grad()
-def calibrate(critic, z):
-    """Shrinkage ``alpha_j`` fitted on rows the critic did not train on, and the honest MSE.
-
-    ``alpha_j`` minimises the error of ``alpha_j * prediction_j`` on these rows, clipped to
-    [0, 1]; the returned MSE is that minimal error, at most 1.
-    """
-    return calibrated_fit(*critic.target_and_prediction(z))
-
-
-@torch.no_grad()
-def _row_errors(critic, z):
-    """Each row's share of each feature's calibrated error of :func:`calibrate`,
-    ``(n, d)``: their mean over the rows is that error."""
-    target, prediction = critic.target_and_prediction(z)
-    alpha, _ = calibrated_fit(target, prediction)
-    shrunk = alpha * prediction
-    return 1.0 - (2.0 * target - shrunk) * shrunk
-
-
-def calibrated_fit(target, prediction):
-    """:func:`calibrate` from the targets and predictions ``(..., n, d)``, per set of rows
-    along the leading axes: ``alpha`` and the MSE, each ``(..., d)``."""
-    cross = (target * prediction).mean(dim=-2)
-    power = prediction.square().mean(dim=-2)
-    alpha = (cross / power.clamp_min(torch.finfo(power.dtype).tiny)).clamp(0.0, 1.0)
-    return alpha, dependence_mse(target, alpha.unsqueeze(-2) * prediction)
-
 
 #: training rows, at most, on whose codes the critics of :meth:`AdversarialGame.confirm` train
 _CONFIRMATION_ROWS = 8192
 #: standard errors by which the result's held-out error must exceed the start's there
 _CONFIRMATION_Z = 2.0
-
-#: seconds of critic training after which a progress bar appears (on a terminal only)
-_PROGRESS_DELAY_S = 3.0
-
-
-def train_critic(critic, z_train, *, steps, batch_size, learning_rate, generator):
-    """The game with the encoder fixed: ``steps`` critic updates on minibatches of ``z_train``
-    (replayed from a CUDA graph on CUDA, as in the game), a tensor or the
-    :class:`~._streaming.StreamedRows` of an array read out of core. Training that lasts
-    longer than a few seconds (thousands of features) shows a progress bar on a terminal."""
-    device = z_train.device
-    update = CriticUpdates(critic, CriticAdam(critic, learning_rate, device), device)
-    streamed = not torch.is_tensor(z_train)
-    batch_size = min(batch_size, len(z_train))
-    progress = tqdm(range(steps), desc="critic", delay=_PROGRESS_DELAY_S, disable=None, leave=False)
-    work = critic.predictor_in_bias.numel() * batch_size  # the first hidden layer's elements
-    with FitThreads(work), training_allocations(), _opened(z_train):
-        for _ in progress:
-            if streamed:
-                batch = z_train.draw(batch_size, 1, generator)
-            else:
-                rows = torch.randint(
-                    len(z_train), (batch_size,), generator=generator, device=device
-                )
-                batch = z_train[rows]
-            update(batch)
-            follow_load()
-    return critic
-
-
-def _opened(rows):
-    """``rows`` as a context (a stream reads ahead inside it); a tensor needs none."""
-    return contextlib.nullcontext() if torch.is_tensor(rows) else rows
-
-
-def variance_hinge(z):
-    """Per-feature hinge keeping the variance above 1 (paper, "Preventing Variance Collapse")."""
-    return torch.relu(1.0 - z.var(dim=0))
 
 
 class AdversarialGame:
@@ -270,8 +51,9 @@ class AdversarialGame:
     ----------
     autoencoder : Autoencoders
         ``n_init`` starts side by side. The game's training rows (``X_train``: a
-        :class:`~._streaming.TensorRows` or :class:`~._streaming.StreamedRows`) and held-out
-        rows (``X_val``, a tensor) are already ``prepare``-d.
+        :class:`~sklearn_adm._data.streaming.TensorRows` or
+        :class:`~sklearn_adm._data.streaming.StreamedRows`) and held-out rows (``X_val``, a tensor)
+        are already ``prepare``-d.
     critic : ADMCritic
         Its ``n_features`` equals the width of ``z`` and its ``n_groups`` equals ``n_init``.
     settings : GameSettings
@@ -339,7 +121,7 @@ class AdversarialGame:
         """One update of the encoder on a minibatch, against the critic as it stands (its
         predictions shrunk by the last held-out calibration); returns each start's loss and
         its terms. The critic's term reaches the encoder through its gradient with respect to
-        the codes, written out (:func:`~._critic_step.dependence_gradient`)."""
+        the codes, written out (:func:`~sklearn_adm.nn._critic_step.dependence_gradient`)."""
         s, autoencoder = self.settings, self.autoencoder
         n_init = autoencoder.n_init
         batch = X_train.draw(s.batch_size, 1, self.generator)
@@ -401,9 +183,9 @@ class AdversarialGame:
         return [criterion[keep] for criterion in criteria]
 
     def _train_critic(self, X_train, steps):
-        """``steps`` critic updates against the encoder as it stands; the codes of
-        ``critic_steps`` minibatches at a time are computed in one pass. The fit's threads
-        follow the load after each such round (:func:`~._threads.follow_load`)."""
+        """``steps`` critic updates against the encoder as it stands; the codes of ``critic_steps``
+        minibatches at a time are computed in one pass. The fit's threads follow the load after each
+        such round (:func:`~sklearn_adm._runtime.threads.follow_load`)."""
         chunk, size = self.settings.critic_steps, self.settings.critic_batch_size
         for done in range(0, steps, chunk):
             count = min(chunk, steps - done)
@@ -422,7 +204,7 @@ class AdversarialGame:
         ``stop_when_independent`` the held-out critic's test may stop it before the first
         update. Returns a :class:`GameResult` whose ``best_init`` names the leading start and
         whose history describes it; the estimator reports a game that diverged or ran to
-        ``max_iter`` (:func:`~._base.warn_game_outcome`).
+        ``max_iter`` (:func:`~sklearn_adm.decomposition._base.warn_game_outcome`).
         """
         s = self.settings
         self.open(X_train, X_val, desc)
@@ -541,7 +323,7 @@ class AdversarialGame:
             learning_rate=s.critic_learning_rate,
             generator=self.generator,
         )
-        errors = _row_errors(critic, held_out).view(len(held_out), 2, size).mean(dim=2)
+        errors = row_errors(critic, held_out).view(len(held_out), 2, size).mean(dim=2)
         # a larger error is less dependence; the two are read on the same rows
         gain = errors[:, 1] - errors[:, 0]
         standard_error = gain.std() / len(gain) ** 0.5
@@ -554,11 +336,11 @@ class AdversarialGame:
         return confirmed
 
     def step(self, X_train, X_val):
-        """One update (Algorithm 1's), and every ``eval_every`` updates the held-out
-        evaluation (:meth:`_evaluation`), which ranks the starts and feeds the stopping rule
+        """One update (Algorithm 1's), and every ``eval_every`` updates the held-out evaluation
+        (:meth:`_evaluation`), which ranks the starts and feeds the stopping rule
         (:meth:`_stopping_rule`; with ``stop_when_independent`` also the test of
-        :func:`~._stopping.within_noise`). Returns False, with the averaged encoder of the
-        last evaluation restored and ``diverged`` set, where the update diverged."""
+        :func:`~sklearn_adm.game._stopping.within_noise`). Returns False, with the averaged encoder
+        of the last evaluation restored and ``diverged`` set, where the update diverged."""
         s = self.settings
         self.n_iter += 1
         values = self._update(X_train, self.n_iter)

@@ -11,9 +11,9 @@ from scipy.special import erf
 from sklearn.utils._param_validation import Interval, StrOptions
 from torch import nn
 
+from .._numerics.functional import tanh
+from ..game._autoencoders import Autoencoders
 from ._base import BaseADMTransformer, Schedule
-from ._functional import tanh
-from ._game import Autoencoders
 
 
 class _Activation(NamedTuple):

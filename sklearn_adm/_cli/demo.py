@@ -12,9 +12,9 @@ import torch  # noqa: F401
 import numpy as np
 from sklearn.decomposition import PCA, FastICA
 
-from ._pica import PICA
-from .datasets import make_pca_vs_pica
-from .metrics import distance_correlation_one_vs_rest
+from ..datasets import make_pca_vs_pica
+from ..decomposition._pica import PICA
+from ..independence._distance import distance_correlation_one_vs_rest
 
 
 def _reconstruction_error(model, X):

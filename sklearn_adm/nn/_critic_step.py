@@ -7,11 +7,11 @@ products, with no autograd graph to record and walk; at the sizes of a fit (tens
 hundreds of rows) a step was mostly that bookkeeping. Both are checked against autograd in
 the tests.
 
-Hidden layers are laid out ``(d, h, n)`` as in :mod:`~._critic`. In a training step the
-layer-sized tensors are kept in the critic's workspace from one step to the next and
-overwritten by the backward pass, and a first predictor layer larger than the optimizer's
-block is updated by blocks (:meth:`~._adam.CriticAdam.update_input_layer`), its whole
-gradient never formed.
+Hidden layers are laid out ``(d, h, n)`` as in :mod:`~sklearn_adm.nn._critic`. In a training step
+the layer-sized tensors are kept in the critic's workspace from one step to the next and overwritten
+by the backward pass, and a first predictor layer larger than the optimizer's block is updated by
+blocks (:meth:`~sklearn_adm.nn._optim.CriticAdam.update_input_layer`), its whole gradient never
+formed.
 """
 
 import torch
@@ -22,7 +22,8 @@ _gelu_backward = torch.ops.aten.gelu_backward
 
 
 def critic_step(critic, optimizer, z):
-    """One update of ``critic`` by ``optimizer`` (a :class:`~._adam.CriticAdam`) on the
+    """One update of ``critic`` by ``optimizer`` (a :class:`~sklearn_adm.nn._optim.CriticAdam`) on
+    the
     detached ``z`` ``(n, d)``: the loss of :meth:`ADMCritic.forward`, each group's mean error
     summed, so that a group trains as it would alone however many groups share the critic.
     Returns the loss."""
@@ -202,7 +203,7 @@ class _FirstPredictorLayer:
 
 
 class _MLPPass:
-    """The forward pass of a :class:`~._critic._FeatureWiseMLP` on the first layer's
+    """The forward pass of a :class:`~sklearn_adm.nn._critic._FeatureWiseMLP` on the first layer's
     pre-activations ``(d, h_0, n)``, output ``(d, n)``, kept for its backward pass. With a
     ``workspace``, the last activations are written into its tensor ``name``."""
 

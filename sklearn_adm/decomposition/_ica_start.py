@@ -5,10 +5,10 @@ misses, and ``n_init`` copies of it turned by the game. Imported by
 import torch
 from torch import nn
 
-from ._game import Autoencoders
-from ._rotation import polar, retract
-from ._score_matching import gaussian_looking, likelihood_rotation
-from ._spacings import entropy_rotation, search_rows
+from .._numerics.rotation import polar, retract
+from .._numerics.score_matching import gaussian_looking, likelihood_rotation
+from .._numerics.spacings import entropy_rotation, search_rows
+from ..game._autoencoders import Autoencoders
 
 #: Jacobi sweeps of the entropy search (more than two columns)
 _START_SWEEPS = 2
@@ -21,19 +21,19 @@ def refined_start(white, rotation):
     densities that its fixed contrast misses.
 
     First, where the entropy search sees every row (its smoothed replicates cover the data,
-    :func:`~._spacings.search_rows`), the rotation is turned, one plane at a time, to the
-    least summed m-spacing entropy of the columns (:mod:`._spacings`): a contrast that
-    adapts to the sources' densities (multimodal, skewed) and, with two columns, a global
-    search. On more rows than it sees, its estimate is noisier than the start (32 sources of
-    100,000 rows: Amari error x 100 from 0.31 to 0.65) and it is skipped. Then a few Newton
-    steps of maximum likelihood under each column's score fitted by score matching
-    (:mod:`._score_matching`) turn all planes at once, except those whose two columns both
-    look Gaussian after the search: there is no density to adapt to, and the estimates'
-    noise alone would turn them (Bach & Jordan's nearly Gaussian density (i), 1,000 rows:
-    Amari error x 100 6.4 for FastICA, 7.6 refined). Where every column looks Gaussian,
-    FastICA's rotation is returned as it was. The columns are judged after the search, not
-    before: FastICA's wrong solutions of a skewed bimodal density ((q), four sources) are
-    mixtures that all look Gaussian, and the search finds the sources.
+    :func:`~sklearn_adm._numerics.spacings.search_rows`), the rotation is turned, one plane at a
+    time, to the least summed m-spacing entropy of the columns
+    (:mod:`sklearn_adm._numerics.spacings`): a contrast that adapts to the sources' densities
+    (multimodal, skewed) and, with two columns, a global search. On more rows than it sees, its
+    estimate is noisier than the start (32 sources of 100,000 rows: Amari error x 100 from 0.31 to
+    0.65) and it is skipped. Then a few Newton steps of maximum likelihood under each column's score
+    fitted by score matching (:mod:`sklearn_adm._numerics.score_matching`) turn all planes at once,
+    except those whose two columns both look Gaussian after the search: there is no density to adapt
+    to, and the estimates' noise alone would turn them (Bach & Jordan's nearly Gaussian density (i),
+    1,000 rows: Amari error x 100 6.4 for FastICA, 7.6 refined). Where every column looks Gaussian,
+    FastICA's rotation is returned as it was. The columns are judged after the search, not before:
+    FastICA's wrong solutions of a skewed bimodal density ((q), four sources) are mixtures that all
+    look Gaussian, and the search finds the sources.
     """
     n, d = white.shape
     searched, search = rotation, d > 1 and n <= search_rows(n, d)

@@ -16,8 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import torch
 
-from ._rotation import polar
-from ._threads import follow_load
+from .._runtime.threads import follow_load
+from .rotation import polar
 
 #: rows a search works on: the data are replicated up to this (or cut to it) for up to
 #: ``_FULL_COLUMNS`` columns, with proportionally fewer rows above, so that a sweep's cost

@@ -4,10 +4,9 @@
 import torch
 from torch import nn
 
-from ._game import Autoencoders
-from ._linalg import solve_ex
-from ._rotation import (
-    NormalisedMomentum,
+from .._data.scaling import principal_axes
+from .._numerics.linalg import solve_ex
+from .._numerics.rotation import (
     first_angles,
     negentropy,
     negentropy_rotation,
@@ -16,7 +15,8 @@ from ._rotation import (
     polar,
     retract,
 )
-from ._scaling import principal_axes
+from ..game._autoencoders import Autoencoders
+from ..nn._optim import NormalisedMomentum
 
 #: eigenvalues below this share of the largest are numerical noise: those directions are dropped
 _RANK_TOLERANCE = 1e-6

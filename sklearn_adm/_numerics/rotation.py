@@ -10,10 +10,9 @@ import math
 
 import torch
 
-from ._adam import GameOptimizer
-from ._functional import softplus_of_minus_twice, tanh_no_grad
-from ._linalg import solve_ex
-from ._threads import follow_load
+from .._runtime.threads import follow_load
+from .functional import softplus_of_minus_twice, tanh_no_grad
+from .linalg import solve_ex
 
 
 def polar(W):
@@ -171,7 +170,7 @@ def negentropy_rotation(Y, R, *, explore=0, max_iter=200, tol=1e-6):
     poor ones that an ascent settles in: on scikit-learn's digits (16 components), 200 steps of
     it before the ascent raised the contrast reached from random rotations from 0.44-0.48 to
     0.50 for 6 starts of 8, where FastICA's best runs end. The fit's threads follow the load
-    after every step (:func:`~._threads.follow_load`).
+    after every step (:func:`~sklearn_adm._runtime.threads.follow_load`).
     """
     U = Y @ R
     best, best_value = R, _contrast(_gaps(U))
@@ -201,37 +200,3 @@ def _turn(new, R):
     """How far the columns of ``new`` turned from those of ``R``, per start: the largest
     ``1 - |cos|`` of a column with its predecessor."""
     return (1.0 - (new * R).sum(dim=-2).abs()).amax(dim=-1)
-
-
-class NormalisedMomentum(GameOptimizer):
-    """SGD with momentum, each step divided by the running root-mean-square of the gradient
-    of the whole tensor (Adam with one second moment per tensor, not per entry).
-
-    Adam rescales every entry on its own, which turns a frame's gradient in an arbitrary
-    direction: a tiny but informative component (such as the variance cost of moving one
-    column rather than another) is blown up to the same step as a large one. One scale per
-    tensor keeps the direction of the gradient, so the update commutes with rotations.
-    """
-
-    def __init__(self, params, lr, betas=(0.9, 0.99)):
-        super().__init__(params, {"lr": lr, "betas": betas})
-
-    @torch.no_grad()
-    def step(self):
-        for group in self.param_groups:
-            beta1, beta2 = group["betas"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if not state:
-                    state["step"] = 0
-                    state["momentum"] = torch.zeros_like(p)
-                    state["power"] = torch.zeros((), dtype=p.dtype, device=p.device)
-                state["step"] += 1
-                t = state["step"]
-                state["momentum"].lerp_(p.grad, 1 - beta1)
-                # mean squared norm of a column (the last axis indexes columns)
-                state["power"].lerp_(p.grad.square().sum(dim=-2).mean(), 1 - beta2)
-                scale = (state["power"] / (1 - beta2**t)).sqrt().clamp_min(1e-12)
-                p.sub_(state["momentum"] / ((1 - beta1**t) * scale), alpha=group["lr"])
