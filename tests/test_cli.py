@@ -1,5 +1,7 @@
 """The command line: ``python -m sklearn_adm score FILE``."""
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -37,7 +39,8 @@ def test_score_npy_with_options(tmp_path, data, capsys):
         ("missing.npy", None, "cannot read"),
         ("table.txt", "1,2\n3,4\n", "expected a .npy, .csv, .tsv or .parquet file"),
         ("words.csv", "a,b\nc,d\ne,f\n", "no numeric column"),
-        ("ragged.csv", "a,b\n1,2\n3\n", "the same number of fields"),
+        ("long_row.csv", "a,b\n1,2\n3,4,5\n", "Expected 2 fields in line 3, saw 3"),
+        ("short_row.csv", "a,b\n1,2\n3\n4,5\n", "row 2 (line 3 of the file), column 'b'"),
         ("empty.csv", "", "the file is empty"),
         ("one_column.csv", "1\n2\n3\n", "1 feature"),
     ],
@@ -131,3 +134,60 @@ def test_parquet(tmp_path, frame, capsys):
     assert main(["score", str(path)]) == 0
     _, rows = _scored(capsys)
     assert [row[0] for row in rows][1:] == ["height", "noise"]
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("spaces.csv", "a, b ,c\n 1, 2,3\n4 ,5, 6\n7,8,9\n"),
+        ("crlf.csv", "a,b,c\r\n1,2,3\r\n4,5,6\r\n7,8,9\r\n"),
+        ("bom.csv", "\ufeffa,b,c\n1,2,3\n4,5,6\n7,8,9\n"),
+        ("quoted.csv", '"a","b","c"\n"1","2","3"\n"4","5","6"\n"7","8","9"\n'),
+        ("exponents.tsv", "a\tb\tc\n1e0\t2.0\t3\n4\t5E0\t6\n7\t8\t+9\n"),
+    ],
+)
+def test_awkward_text_files_read_as_pandas_reads_them(tmp_path, capsys, name, content):
+    path = tmp_path / name
+    path.write_bytes(content.encode())
+    assert main(["score", str(path), "--metric", "pearson"]) == 0
+    captured, rows = _scored(capsys)
+    assert [row[0] for row in rows] == ["a", "b", "c"], captured.err
+    assert [float(row[1]) for row in rows] == pytest.approx([1.0, 1.0, 1.0])
+
+
+def test_missing_markers_and_a_headerless_file(tmp_path, capsys):
+    path = tmp_path / "markers.csv"
+    path.write_text("1,2,3\n4,NA,6\n7,8,9\n10,11,12\n")
+    assert main(["score", str(path)]) == 2
+    assert "row 2 (line 2 of the file), column '1' (column 2)" in capsys.readouterr().err
+
+
+def test_parquet_with_nullable_and_boolean_columns(tmp_path, capsys):
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    frame = pd.DataFrame(
+        {
+            "count": pd.array([1, 2, None, 4, 5, 6], dtype="Int64"),
+            "flag": [True, False, True, True, False, False],
+            "x": np.arange(6.0),
+            "label": list("abcdef"),
+        }
+    ).set_index("label")
+    path = tmp_path / "frame.parquet"
+    frame.to_parquet(path)
+    assert main(["score", str(path)]) == 2
+    assert "row 3 (line 4 of the file), column 'count' (column 1)" in capsys.readouterr().err
+    assert main(["score", str(path), "--dropna"]) == 0
+    captured, rows = _scored(capsys)
+    assert [row[0] for row in rows] == ["count", "flag", "x"]
+    assert "dropped 1 rows" in captured.err
+
+
+def test_without_pandas_text_files_say_what_to_install(tmp_path, data, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas raises ImportError
+    path = tmp_path / "features.csv"
+    np.savetxt(path, data, delimiter=",")
+    assert main(["score", str(path)]) == 2
+    assert "needs pandas: pip install 'sklearn-adm[cli]'" in capsys.readouterr().err
+    np.save(tmp_path / "features.npy", data)
+    assert main(["score", str(tmp_path / "features.npy")]) == 0
