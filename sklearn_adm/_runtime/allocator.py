@@ -1,21 +1,13 @@
-"""Keep the C allocator from handing memory back to the system after every training step.
+"""glibc's trim and mmap thresholds during a fit, where the environment fixed them.
 
-A training step allocates tensors of a few MiB and frees them at its end. glibc returns the
-freed top of its heap to the system once it exceeds the trim threshold, so the next step
-pays for fresh pages, zeroed by the kernel. By default glibc moves its thresholds with the
-sizes it has seen, which does not prevent this: a critic step at 32 features (512 rows) took
-about 800 page faults and 5.1-6.7 ms, against none and 3.5-4.1 ms with the thresholds raised.
-Dask's nanny starts each worker with ``MALLOC_TRIM_THRESHOLD_=65536``, which also fixes the
-mmap threshold at 128 KiB: every tensor above it is then mapped and unmapped at each step (a
-small PICA fit was 1.7x slower in such a process).
-
-During a fit both thresholds are raised. Afterwards they are put back to what the
-environment variables say, or, where the environment left them alone, to the highest values
-glibc's own adjustment reaches (its adjustment cannot be switched back on once a threshold
-has been set). Nothing changes them outside a fit: a loop of the user's that trains an
-:class:`~sklearn_adm.ADMCritic` keeps the process's settings (at 256 features a plain Adam
-step faulted in about 7,000 pages, 46.7-52.2 ms against 33.0-35.0 ms with the thresholds
-raised: such a loop can set ``MALLOC_TRIM_THRESHOLD_`` and ``MALLOC_MMAP_THRESHOLD_``).
+By default glibc moves both thresholds with the sizes it has seen, and a fit leaves them
+alone: that adjustment cannot be switched back on once a threshold is set, so a fit that
+set them could not give the caller's process back as it found it. Where the environment
+fixed them (``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_MMAP_THRESHOLD_`` or their
+``GLIBC_TUNABLES`` names, as Dask's nanny sets for its workers), every tensor above the
+fixed mmap threshold is mapped and unmapped at each training step; a fit then raises both
+thresholds while it runs and puts back the environment's values when it ends (the design
+page ``doc/design/process.md`` has the measurements).
 """
 
 import ctypes
@@ -24,17 +16,15 @@ import sys
 import threading
 from contextlib import contextmanager
 
-# glibc's mallopt parameters (malloc.h) and its default trim and mmap thresholds
+# glibc's mallopt parameters (malloc.h) and the default of a threshold the environment left
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 _DEFAULT_THRESHOLD = 128 * 1024
-#: the highest thresholds glibc's dynamic adjustment sets (malloc.c,
-#: DEFAULT_MMAP_THRESHOLD_MAX on 64-bit systems, and twice it for trimming)
-_DYNAMIC_CEILING = {_M_MMAP_THRESHOLD: 32 * 1024 * 1024, _M_TRIM_THRESHOLD: 64 * 1024 * 1024}
 #: thresholds while training: freed tensors stay with the process for the next step
 _TRAINING_THRESHOLD = 64 * 1024 * 1024
+#: each threshold's environment variable and its name in ``GLIBC_TUNABLES``
 _VARIABLES = {
-    _M_TRIM_THRESHOLD: "MALLOC_TRIM_THRESHOLD_",
-    _M_MMAP_THRESHOLD: "MALLOC_MMAP_THRESHOLD_",
+    _M_TRIM_THRESHOLD: ("MALLOC_TRIM_THRESHOLD_", "glibc.malloc.trim_threshold"),
+    _M_MMAP_THRESHOLD: ("MALLOC_MMAP_THRESHOLD_", "glibc.malloc.mmap_threshold"),
 }
 
 
@@ -48,19 +38,24 @@ def _mallopt():
         return None
 
 
-def _environment_fixed():
-    """Whether the environment fixed a threshold (glibc then adjusts none by itself)."""
-    return any(variable in os.environ for variable in _VARIABLES.values())
-
-
-def _resting_threshold(parameter, fixed):
-    """The value ``parameter`` rests at outside fits: its environment variable's, where the
-    environment fixed a threshold (an unset or unreadable one is glibc's default then), else
-    glibc's dynamic ceiling."""
-    if not fixed:
-        return _DYNAMIC_CEILING[parameter]
-    value = os.environ.get(_VARIABLES[parameter], "")
-    return int(value) if value.isdigit() else _DEFAULT_THRESHOLD
+def _environment_thresholds():
+    """The thresholds the environment fixed, ``{parameter: bytes}``, or None where it fixed
+    neither (glibc then adjusts both itself). Fixing one fixes the other at its default."""
+    tunables = dict(
+        item.partition("=")[::2]
+        for item in os.environ.get("GLIBC_TUNABLES", "").split(":")
+        if "=" in item
+    )
+    values = {
+        parameter: os.environ.get(variable, tunables.get(tunable))
+        for parameter, (variable, tunable) in _VARIABLES.items()
+    }
+    if all(value is None for value in values.values()):
+        return None
+    return {
+        parameter: int(value) if value is not None and value.isdigit() else _DEFAULT_THRESHOLD
+        for parameter, value in values.items()
+    }
 
 
 _lock = threading.Lock()
@@ -68,27 +63,21 @@ _lock = threading.Lock()
 _active = 0
 
 
-def _rest(mallopt):
-    """Put the thresholds at their values outside fits; called with ``_lock`` held."""
-    fixed = _environment_fixed()
-    for parameter in (_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD):
-        mallopt(parameter, _resting_threshold(parameter, fixed))
-
-
 @contextmanager
 def training_allocations():
-    """Raise glibc's trim and mmap thresholds for the duration of a fit, and put them back
-    (see the module's docstring) when the last of the fits that raised them ends: they are
-    process-wide. With another C library, do nothing."""
+    """Raise glibc's thresholds for the duration of a fit where the environment fixed them,
+    and put the environment's values back when the last of the fits that raised them ends
+    (they are process-wide). Elsewhere, and with another C library, do nothing."""
     global _active
     mallopt = _mallopt()
-    if mallopt is None:
+    resting = None if mallopt is None else _environment_thresholds()
+    if resting is None:
         yield
         return
     with _lock:
         if not _active:
-            mallopt(_M_TRIM_THRESHOLD, _TRAINING_THRESHOLD)
-            mallopt(_M_MMAP_THRESHOLD, _TRAINING_THRESHOLD)
+            for parameter in resting:
+                mallopt(parameter, _TRAINING_THRESHOLD)
         _active += 1
     try:
         yield
@@ -96,4 +85,5 @@ def training_allocations():
         with _lock:
             _active -= 1
             if not _active:
-                _rest(mallopt)
+                for parameter, value in resting.items():
+                    mallopt(parameter, value)

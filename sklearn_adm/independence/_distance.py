@@ -47,16 +47,21 @@ _SERIAL_WORK = 2**27
 @contextlib.contextmanager
 def _numba_kernel(work, serial, parallel, calls=1):
     """The kernel to call ``calls`` times on ``work`` elements each, on the threads a fit
-    would use (:class:`~sklearn_adm._runtime.threads.FitThreads`), leaving torch's count as it was:
-    numba's OpenMP pool shares torch's OpenMP runtime, and starting it sets the count to every
-    core (in a Dask worker of one thread, that made the next fits run two threads per core, 4x
-    slower). Small work in all, or one thread, gets the ``serial`` kernel."""
+    would use (:class:`~sklearn_adm._runtime.threads.FitThreads`), leaving torch's and numba's
+    counts as they were: numba's OpenMP pool shares torch's OpenMP runtime, and starting it
+    sets the count to every core (in a Dask worker of one thread, that made the next fits run
+    two threads per core, 4x slower). Small work in all, or one thread, gets the ``serial``
+    kernel."""
     with FitThreads(work=work, follows=False) as threads:
         if threads.n_threads == 1 or work * calls < _SERIAL_WORK:
             yield serial
-        else:
-            numba.set_num_threads(min(threads.n_threads, numba.config.NUMBA_NUM_THREADS))
+            return
+        caller = numba.get_num_threads()
+        numba.set_num_threads(min(threads.n_threads, numba.config.NUMBA_NUM_THREADS))
+        try:
             yield parallel
+        finally:
+            numba.set_num_threads(caller)
 
 
 @numba.njit(inline="always")

@@ -42,8 +42,8 @@ _FIRST_LAYER_GAIN = 3.0
 _activation = nn.functional.gelu
 
 #: entries of the first hidden layer, at most, when the critic is evaluated without gradients:
-#: 32 MB in float32, under the allocator's threshold during a fit (``_allocator``), so that
-#: each part reuses the memory the last one freed
+#: 32 MB in float32, under glibc's highest mmap threshold, so that each part reuses the
+#: memory the last one freed
 _EVALUATION_ELEMENTS = 2**23
 
 
