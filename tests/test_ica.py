@@ -83,12 +83,19 @@ def test_a_game_that_a_critic_which_did_not_play_rejects_stops_and_returns_the_s
 
     from sklearn_adm import DependenceScorer
     from sklearn_adm.datasets import make_pca_vs_pica
-    from sklearn_adm.game import _loop
+    from sklearn_adm.game import _confirmation
 
     X, _ = make_pca_vs_pica(3000, random_state=0)
     X_train, X_test = train_test_split(X, test_size=0.3, random_state=0)
     judged = ICA(3, random_state=0).fit(X_train)
-    monkeypatch.setattr(_loop, "_CONFIRMATION_Z", -np.inf)  # every result is confirmed
+    policies = ICA._game_policies
+
+    def always_confirmed(self):
+        chosen = policies(self)
+        chosen.confirmation = _confirmation.FreshCriticConfirmation(z=-np.inf)
+        return chosen
+
+    monkeypatch.setattr(ICA, "_game_policies", always_confirmed)
     played = ICA(3, random_state=0).fit(X_train)
     assert judged.n_iter_ == 10 < played.n_iter_  # measured 60
     assert not judged.history_[-1]["confirmed"] and played.history_[-1]["confirmed"]

@@ -1,7 +1,6 @@
 """NonlinearPICA: independent components from nonlinearly mixed factors."""
 
 import pickle
-from dataclasses import replace
 
 import dcor
 import numpy as np
@@ -224,6 +223,7 @@ def test_starts_kept_after_narrowing_play_on_as_they_would_have(monkeypatch):
     their critics) carry their optimizers' state: their weights end as in a game where all
     four played to the end."""
     from sklearn_adm.game import _loop
+    from sklearn_adm.game._selection import StartSelection
 
     X, _ = make_nonlinear_mixture(1_000, random_state=0)
     games, kept = [], []
@@ -240,10 +240,19 @@ def test_starts_kept_after_narrowing_play_on_as_they_would_have(monkeypatch):
     monkeypatch.setattr(_loop.AdversarialGame, "play", recording_play)
     monkeypatch.setattr(_loop.AdversarialGame, "_narrow", recording_narrow)
     settings = dict(n_components=2, max_iter=60, tol=0, random_state=0)
-    schedule = NonlinearPICA._schedule
-    monkeypatch.setattr(NonlinearPICA, "_schedule", replace(schedule, narrowing=((30, 2),)))
+    policies = NonlinearPICA._game_policies
+
+    def narrowing(schedule):
+        def chosen(self):
+            plan = policies(self)
+            plan.selection = StartSelection(narrowing=schedule, narrow_by="penalty")
+            return plan
+
+        return chosen
+
+    monkeypatch.setattr(NonlinearPICA, "_game_policies", narrowing(((30, 2),)))
     narrowed = NonlinearPICA(**settings).fit(X)
-    monkeypatch.setattr(NonlinearPICA, "_schedule", replace(schedule, narrowing=()))
+    monkeypatch.setattr(NonlinearPICA, "_game_policies", narrowing(()))
     NonlinearPICA(**settings).fit(X)
     (keep,) = kept
     assert len(keep) == 2 and narrowed.n_iter_ == 60

@@ -67,3 +67,22 @@ def test_ica_over_batches_unmixes_better_than_its_first_batch():
         ica.partial_fit(X[start : start + 4000])
     assert amari_error(ica.components_, A) < 0.6 * first
     np.testing.assert_allclose(ica.mean_, X.mean(axis=0), atol=1e-12)
+
+
+def test_a_stream_plays_the_policies_a_fit_plays():
+    """ICA's result must be confirmed by a critic that did not play, in a stream as in fit:
+    each batch's model is judged (0.1.0's streams were never judged), and at the first
+    held-out evaluation the game is judged early, as a fit's is."""
+    from sklearn_adm.datasets import make_pca_vs_pica
+
+    X, _ = make_pca_vs_pica(4000, random_state=0)
+    fitted = ICA(3, random_state=0).fit(X)
+    assert [entry["iteration"] for entry in fitted.history_ if "confirmed" in entry] == [10]
+    streamed = ICA(3, random_state=0)
+    judged = []
+    for part in np.array_split(X, 2):
+        streamed.partial_fit(part)
+        judged.append([entry["iteration"] for entry in streamed.history_ if "confirmed" in entry])
+    # batch 1: 7 updates, its result judged; batch 2: 8 more, judged early at update 10 and
+    # its result at 15
+    assert judged == [[7], [7, 10, 15]] and streamed.n_iter_ == 15

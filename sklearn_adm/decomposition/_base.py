@@ -53,35 +53,6 @@ def pca_count(X, n_components):
 
 
 @dataclass(frozen=True)
-class Schedule:
-    """How an estimator plays the game, beyond what its public parameters say: one frozen
-    object per estimator class."""
-
-    #: scale each feature to unit variance (else one scale for all, keeping the geometry)
-    per_feature_scaling: bool = False
-    #: build the start from all rows, not only the training rows (the critic, which must not
-    #: see the held-out rows, still trains on the training rows alone)
-    start_from_all_rows: bool = False
-    #: rows x components of the critic's minibatches (None: the encoder's ``batch_size``)
-    critic_batch_work: int | None = None
-    #: critic updates on the initial representations before the first encoder update
-    warmup_steps: int = 200
-    #: the encoder's step size decays as learning_rate / (1 + t / this) (None: constant)
-    learning_rate_decay: float | None = None
-    #: evaluations (every 10 updates) whose mean held-out criterion ranks the starts
-    rank_window: int = 1
-    #: ``(n_iter, keep)`` pairs: after update ``n_iter`` only the ``keep`` leading starts play
-    #: on (none: all to the end), ranked by the selection penalty alone with
-    #: ``narrow_on_penalty``
-    narrowing: tuple[tuple[int, int], ...] = ()
-    narrow_on_penalty: bool = False
-    #: stop on the held-out objective's plateau rather than on the representation's change
-    stop_on_objective: bool = False
-    #: stop, before the first update too, when the held-out critic finds no dependence
-    stop_when_independent: bool = False
-
-
-@dataclass(frozen=True)
 class _TrainingData:
     """What the game is played on: training rows (``TensorRows`` or ``StreamedRows``), the
     held-out rows (a tensor), the rows the start is built from, and the scaling."""
@@ -141,8 +112,9 @@ class BaseADMTransformer(
 ):
     """Base class of the ADM autoencoders. Do not use directly.
 
-    A subclass builds its autoencoder (``_make_autoencoder``), says how the data are scaled
-    (its ``_schedule``) and stores its fitted state (``_store_fitted``); everything else,
+    A subclass builds its autoencoder (``_make_autoencoder``), chooses the game's numbers and
+    policies (``_game_settings``, ``_game_policies``, side by side) and stores its fitted state
+    (``_store_fitted``); everything else,
     from input validation to the training game, lives here once.
     """
 
@@ -167,13 +139,16 @@ class BaseADMTransformer(
         "verbose": ["verbose"],
     }
 
-    #: how this estimator plays the game beyond its public parameters
-    _schedule = Schedule()
+    #: scale each feature to unit variance (else one scale for all, keeping the geometry)
+    _per_feature_scaling = False
+    #: build the start from all rows, not only the training rows (the critic, which must not
+    #: see the held-out rows, still trains on the training rows alone)
+    _start_from_all_rows = False
 
     @abstractmethod
     def _make_autoencoder(self, n_features, n_components, rows):
         """Return the module the game trains: ``n_init`` restarts side by side, built from the
-        scaled training ``rows`` (all rows where the schedule's ``start_from_all_rows``), a
+        scaled training ``rows`` (all rows where ``_start_from_all_rows``), a
         :class:`~sklearn_adm._data.streaming.TensorRows` or
         :class:`~sklearn_adm._data.streaming.StreamedRows`: their ``covariance()``, a
         ``sample(n_rows)`` of them.
@@ -329,7 +304,8 @@ class BaseADMTransformer(
                     X_train = data.train.prepared(autoencoder.prepare)
                     X_val = autoencoder.prepare(data.val)
                     generator = torch.Generator(device=self.device_).manual_seed(seed)
-                    game = AdversarialGame(autoencoder, critic, settings, generator)
+                    policies = self._game_policies()
+                    game = AdversarialGame(autoencoder, critic, settings, policies, generator)
                     with X_train:
                         result = game.play(X_train, X_val, desc=type(self).__name__)
 
@@ -383,8 +359,10 @@ class BaseADMTransformer(
                         if not game.step(batch, stream.val):
                             warn_game_outcome(game, type(self).__name__, None)
                             break
+                    # the model so far, as fit would return it (finished and confirmed)
+                    autoencoder = game.result(copy.deepcopy(game.average.module), batch, stream.val)
+                    leader = game.leader
                     stream.generator_state = game.generator.get_state()
-                    autoencoder, leader = game.snapshot()
                     self.n_iter_, self.history_ = game.n_iter, game.history.entries(leader)
                 else:  # a model solved once, on the first batch
                     autoencoder, leader = stream.autoencoder, 0
@@ -409,10 +387,10 @@ class BaseADMTransformer(
         from .._data.streaming import TensorRows
         from ..game._loop import AdversarialGame
 
-        mean, scale = fit_scaling(X, self._schedule.per_feature_scaling, rows=train_rows)
+        mean, scale = fit_scaling(X, self._per_feature_scaling, rows=train_rows)
         stream = _Stream(settings, mean, scale, self.device_)
         X_train = stream.scaled(X[train_rows])
-        start = TensorRows(stream.scaled(X) if self._schedule.start_from_all_rows else X_train)
+        start = TensorRows(stream.scaled(X) if self._start_from_all_rows else X_train)
         autoencoder, critic = self._build(X.shape[1], n_components, start, seed)
         stream.autoencoder = autoencoder
         if autoencoder.fixed:
@@ -420,7 +398,8 @@ class BaseADMTransformer(
             return stream
         stream.val = autoencoder.prepare(stream.scaled(X[val_rows]))
         generator = torch.Generator(device=self.device_).manual_seed(seed)
-        stream.game = AdversarialGame(autoencoder, critic, settings, generator)
+        policies = self._game_policies()
+        stream.game = AdversarialGame(autoencoder, critic, settings, policies, generator)
         stream.game.open(
             TensorRows(autoencoder.prepare(X_train)), stream.val, desc=type(self).__name__
         )
@@ -443,12 +422,10 @@ class BaseADMTransformer(
         train_rows, val_rows = split_rows(len(records), self.validation_fraction, rng)
 
         def load():
-            mean, scale = fit_scaling(
-                X, self._schedule.per_feature_scaling, rows=records[train_rows]
-            )
+            mean, scale = fit_scaling(X, self._per_feature_scaling, rows=records[train_rows])
             X_scaled = scaled_rows(X, records, mean, scale, self.device_)
             train = TensorRows(X_scaled[train_rows])
-            start = TensorRows(X_scaled) if self._schedule.start_from_all_rows else train
+            start = TensorRows(X_scaled) if self._start_from_all_rows else train
             return _TrainingData(train, X_scaled[val_rows], start, mean, scale)
 
         return len(train_rows), load
@@ -475,7 +452,7 @@ class BaseADMTransformer(
                 moments.mean,
                 np.diag(moments.covariance()),
                 moments.unit,
-                self._schedule.per_feature_scaling,
+                self._per_feature_scaling,
             )
 
             def scale_rows(rows):
@@ -545,56 +522,48 @@ class BaseADMTransformer(
             )
         return autoencoder.to(self.device_), critic.to(self.device_)
 
+    @abstractmethod
     def _game_settings(self, n_train, n_components):
-        """The game's settings; no variance hinge unless the estimator has a
-        ``variance_weight``."""
+        """The game's :class:`~sklearn_adm.game._settings.GameSettings` for ``n_train``
+        training rows and ``n_components`` components (:meth:`_settings_from_parameters`
+        fills what the parameters say)."""
+
+    @abstractmethod
+    def _game_policies(self):
+        """The game's :class:`~sklearn_adm.game._settings.GamePolicies`, new for each game."""
+
+    def _settings_from_parameters(self, n_train, n_components, **numbers):
+        """:class:`~sklearn_adm.game._settings.GameSettings` from the parameters as they are
+        named (the loss weights where the estimator has them: no variance hinge otherwise),
+        updated with the estimator's own ``numbers`` (``warmup_steps``, at least)."""
         from ..game._settings import GameSettings
 
-        return GameSettings(
-            dependence_weight=self.dependence_weight,
-            reconstruction_weight=self.reconstruction_weight,
-            variance_weight=getattr(self, "variance_weight", 0.0),
-            **self._shared_game_settings(n_train, n_components),
-        )
-
-    def _shared_game_settings(self, n_train, n_components):
-        """The settings every estimator takes from its parameters as they are named."""
-        batch_size = n_train if self.batch_size is None else min(self.batch_size, n_train)
-        return dict(
+        batch_rows = self._batch_rows(n_train)
+        weights = {
+            name: getattr(self, name)
+            for name in ("dependence_weight", "reconstruction_weight", "variance_weight")
+            if hasattr(self, name)
+        }
+        named = dict(
             critic_steps=self.critic_steps,
-            batch_size=batch_size,
-            critic_batch_size=self._critic_batch_size(batch_size, n_components),
+            batch_size=batch_rows,
+            critic_batch_size=batch_rows,
             max_iter=self.max_iter,
-            learning_rate=self._encoder_learning_rate(n_components),
+            learning_rate=self.learning_rate,
             critic_learning_rate=self.critic_learning_rate,
-            tol=self.tol,
-            n_iter_no_change=self.n_iter_no_change,
             verbose=self.verbose,
-            narrowing=self._schedule.narrowing,
-            narrow_on_penalty=self._schedule.narrow_on_penalty,
-            learning_rate_decay=self._decay_horizon(n_train),
-            warmup_steps=self._schedule.warmup_steps,
-            stop_on_objective=self._schedule.stop_on_objective,
-            stop_when_independent=self._schedule.stop_when_independent,
-            rank_window=self._schedule.rank_window,
         )
+        return GameSettings(**{"variance_weight": 0.0, **weights, **named, **numbers})
 
-    def _critic_batch_size(self, batch_size, n_components):
+    def _batch_rows(self, n_train):
+        """Rows of the encoder's minibatches: ``batch_size``, at most the training rows."""
+        return n_train if self.batch_size is None else min(self.batch_size, n_train)
+
+    @staticmethod
+    def _critic_rows(batch_rows, n_components, work):
         """Rows of the critic's minibatches. A critic step costs its rows times its features:
-        with the schedule's ``critic_batch_work`` set, the minibatches shrink beyond that many
-        rows x components (to ``_MIN_CRITIC_ROWS`` at least); else they are the encoder's."""
-        work = self._schedule.critic_batch_work
-        if work is None:
-            return batch_size
-        return min(batch_size, max(_MIN_CRITIC_ROWS, work // n_components))
-
-    def _encoder_learning_rate(self, n_components):
-        """The encoder's initial step size for ``n_components`` components."""
-        return self.learning_rate
-
-    def _decay_horizon(self, n_train):
-        """Updates after which the encoder's step has halved (None: it does not decay)."""
-        return self._schedule.learning_rate_decay
+        beyond ``work`` rows x components they shrink (to ``_MIN_CRITIC_ROWS`` at least)."""
+        return min(batch_rows, max(_MIN_CRITIC_ROWS, work // n_components))
 
     @property
     def _n_features_out(self):

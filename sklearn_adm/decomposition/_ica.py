@@ -14,7 +14,7 @@ from sklearn.utils._param_validation import Interval
 
 from .._data.chunked import ChunkedArray, Moments, code_moments
 from .._runtime.warnings import raised_at_caller, warn
-from ._base import Schedule, _n_components_constraint, _widths_constraint, pca_count
+from ._base import _n_components_constraint, _widths_constraint, pca_count
 from ._linear import LinearADMTransformer, flip_signs
 
 #: FastICA's parameters of ICA, validated as FastICA validates them
@@ -25,6 +25,12 @@ _EXTRA_STARTS = 3
 _START_ROWS = 100_000
 #: weight of a rotation's squared distance from its start, against the critic's (1 - MSE)
 _ANCHOR_WEIGHT = 2.0
+#: critic updates on the start before the first encoder update
+_WARMUP_STEPS = 100
+#: updates after which the rotation's step has halved
+_DECAY_UPDATES = 25
+#: evaluations whose mean held-out criterion ranks the starts (one evaluation is noisy)
+_RANK_WINDOW = 3
 
 
 def whitened_rank(X):
@@ -298,16 +304,7 @@ class ICA(LinearADMTransformer):
         self.device = device
         self.verbose = verbose
 
-    # All starts play to the end: cutting the critic down to the leader and capturing its
-    # step again was measured to fail on CUDA for this encoder (a stream-capture error).
-    _schedule = Schedule(
-        start_from_all_rows=True,
-        warmup_steps=100,
-        learning_rate_decay=25,
-        rank_window=3,
-        stop_on_objective=True,
-        stop_when_independent=True,
-    )
+    _start_from_all_rows = True  # FastICA's start sees every row, as FastICA would
 
     def _resolve_n_components(self, X):
         """FastICA's rule, with FastICA's warnings; a share of variance or ``"mle"`` as PCA
@@ -412,14 +409,29 @@ class ICA(LinearADMTransformer):
         return whitener, torch.as_tensor(white), torch.as_tensor(left @ right)
 
     def _game_settings(self, n_train, n_components):
-        from ..game._settings import GameSettings
-
-        return GameSettings(
+        return self._settings_from_parameters(
+            n_train,
+            n_components,
             dependence_weight=1.0,
             reconstruction_weight=_ANCHOR_WEIGHT,
             variance_weight=0.0,
-            confirm_with_fresh_critic=True,
-            **self._shared_game_settings(n_train, n_components),
+            warmup_steps=_WARMUP_STEPS,
+            learning_rate_decay=_DECAY_UPDATES,
+        )
+
+    def _game_policies(self):
+        """All starts play to the end (cutting the critic down to the leader and capturing
+        its step again failed on CUDA for this encoder: a stream-capture error); a critic
+        that did not play must confirm the result."""
+        from ..game._confirmation import FreshCriticConfirmation
+        from ..game._selection import StartSelection
+        from ..game._settings import GamePolicies
+        from ..game._stopping import IndependenceReached, ObjectivePlateau
+
+        return GamePolicies(
+            stopping=(ObjectivePlateau(self.tol, self.n_iter_no_change), IndependenceReached()),
+            selection=StartSelection(window=_RANK_WINDOW),
+            confirmation=FreshCriticConfirmation(),
         )
 
     def _store_fitted(self, autoencoder, init, X, mean, scale):

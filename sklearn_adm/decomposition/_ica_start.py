@@ -115,6 +115,16 @@ class _RotationEncoders(Autoencoders):
             mean = polar(self.start_sum / self.n_starts).to(self.start.dtype)
             self.start.copy_(mean.expand_as(self.start))
 
+    def start_state(self, recorded):
+        """The recorded start with its rotations at the anchor as a stream refined it."""
+        anchor = self.start.detach().clone()
+        return {
+            **recorded,
+            "base": anchor,
+            "start": anchor.clone(),
+            "start_sum": self.start_sum.detach().clone(),
+        }
+
     def unmixing(self, start):
         """The trained un-mixing of one start on the scaled inputs, ``(n_features, d)``."""
         with torch.no_grad():

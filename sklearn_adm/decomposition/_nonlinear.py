@@ -13,7 +13,7 @@ from torch import nn
 
 from .._numerics.functional import tanh
 from ..game._autoencoders import Autoencoders
-from ._base import BaseADMTransformer, Schedule
+from ._base import BaseADMTransformer
 
 
 class _Activation(NamedTuple):
@@ -98,6 +98,17 @@ class _BatchedMLP(nn.Module):
 
 #: rows of the training data whose moments whiten the final encoder
 _MOMENT_ROWS = 4096
+#: critic updates on the starts before the first encoder update
+_WARMUP_STEPS = 200
+#: rows x components of the critic's minibatches (a step costs their product)
+_CRITIC_BATCH_WORK = 2048
+#: Two starts play on after 200 updates, those with the lowest decoder contrast: on twenty
+#: draws of make_nonlinear_mixture, where often one start in four follows the factors, the
+#: contrast after 200, 300 or 400 updates always kept one that does (after 100, 6 of 20
+#: missed), the held-out objective not (it is still falling). After 400 the one of lower
+#: contrast plays on alone, at two-thirds of the cost: of sixty draws of the mixture 49 found
+#: the factors, as many as when both played to the end.
+_NARROWING = ((200, 2), (400, 1))
 #: ridge added to the outputs' covariance before it is factored, relative to its mean
 #: variance, and the floor of that variance (outputs that do not vary)
 _RIDGE, _FLOOR = 1e-6, 1e-6
@@ -357,21 +368,27 @@ class NonlinearPICA(BaseADMTransformer):
         "hidden_layer_sizes": [tuple],
         "activation": [StrOptions(set(_ACTIVATIONS))],
     }
-    # Two starts play on after 200 updates, those with the lowest decoder contrast: on twenty
-    # draws of make_nonlinear_mixture, where often one start in four follows the factors, the
-    # contrast after 200, 300 or 400 updates always kept one that does (after 100, 6 of 20
-    # missed), the held-out objective not (it is still falling). After 400 the one of lower
-    # contrast plays on alone, at two-thirds of the cost: the two are near-tied by then (the
-    # leader still changed between them after 600 in half the games measured), and of sixty
-    # draws of the mixture 49 found the factors, as many as when both played to the end (45
-    # where the held-out objective plus contrast chose at 400).
-    _schedule = Schedule(
-        per_feature_scaling=True,
-        critic_batch_work=2048,
-        narrowing=((200, 2), (400, 1)),
-        narrow_on_penalty=True,
-        stop_on_objective=True,
-    )
+    _per_feature_scaling = True  # hidden layers of one width see features of one scale
+
+    def _game_settings(self, n_train, n_components):
+        return self._settings_from_parameters(
+            n_train,
+            n_components,
+            critic_batch_size=self._critic_rows(
+                self._batch_rows(n_train), n_components, _CRITIC_BATCH_WORK
+            ),
+            warmup_steps=_WARMUP_STEPS,
+        )
+
+    def _game_policies(self):
+        from ..game._selection import StartSelection
+        from ..game._settings import GamePolicies
+        from ..game._stopping import ObjectivePlateau
+
+        return GamePolicies(
+            stopping=(ObjectivePlateau(self.tol, self.n_iter_no_change),),
+            selection=StartSelection(narrowing=_NARROWING, narrow_by="penalty"),
+        )
 
     def __init__(
         self,

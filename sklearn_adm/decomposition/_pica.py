@@ -7,17 +7,26 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._data.chunked import code_moments
-from ._base import Schedule, _n_components_constraint
+from ._base import _n_components_constraint
 from ._linear import LinearADMTransformer, flip_signs
 
 #: the encoder's initial step, in radians, with ``learning_rate="auto"``, a dependence weight
 #: of at most 1 and at most ``_AUTO_COMPONENTS`` components
 _AUTO_LEARNING_RATE = 0.0085
 _AUTO_COMPONENTS = 32
-#: training rows up to which the step halves after the schedule's ``learning_rate_decay``
-#: updates; beyond, that horizon grows with the rows, up to ``_MAX_DECAY_GROWTH`` times
+#: updates after which the encoder's step has halved, on up to ``_DECAY_ROWS`` training rows;
+#: beyond, that horizon grows with the rows, up to ``_MAX_DECAY_GROWTH`` times
+_DECAY_UPDATES = 25
 _DECAY_ROWS = 2500
 _MAX_DECAY_GROWTH = 4.0
+#: critic updates on the starts before the first encoder update
+_WARMUP_STEPS = 100
+#: rows x components of the critic's minibatches (a step costs their product)
+_CRITIC_BATCH_WORK = 4096
+#: evaluations whose mean held-out criterion ranks the starts (one evaluation is noisy)
+_RANK_WINDOW = 3
+#: after update 10 the two leading starts play on, after update 30 the leader alone
+_NARROWING = ((10, 2), (30, 1))
 
 
 class PICA(LinearADMTransformer):
@@ -230,13 +239,27 @@ class PICA(LinearADMTransformer):
         self.random_state = random_state
         self.verbose = verbose
 
-    _schedule = Schedule(
-        critic_batch_work=4096,
-        warmup_steps=100,
-        learning_rate_decay=25,
-        rank_window=3,
-        narrowing=((10, 2), (30, 1)),
-    )
+    def _game_settings(self, n_train, n_components):
+        return self._settings_from_parameters(
+            n_train,
+            n_components,
+            critic_batch_size=self._critic_rows(
+                self._batch_rows(n_train), n_components, _CRITIC_BATCH_WORK
+            ),
+            learning_rate=self._encoder_learning_rate(n_components),
+            warmup_steps=_WARMUP_STEPS,
+            learning_rate_decay=self._decay_horizon(n_train),
+        )
+
+    def _game_policies(self):
+        from ..game._selection import StartSelection
+        from ..game._settings import EVAL_EVERY, GamePolicies
+        from ..game._stopping import RepresentationChange
+
+        return GamePolicies(
+            stopping=(RepresentationChange(self.tol, self.n_iter_no_change, EVAL_EVERY),),
+            selection=StartSelection(window=_RANK_WINDOW, narrowing=_NARROWING),
+        )
 
     def _encoder_learning_rate(self, n_components):
         """With "auto", the step grows as the square root of a weight above 1 and of a
@@ -257,7 +280,7 @@ class PICA(LinearADMTransformer):
         as many updates (100 at 100,000 rows took as long as 25: the stopping rule, not the
         horizon, ends the game there)."""
         growth = min(max(1.0, n_train / _DECAY_ROWS), _MAX_DECAY_GROWTH)
-        return self._schedule.learning_rate_decay * growth
+        return _DECAY_UPDATES * growth
 
     def _make_autoencoder(self, n_features, n_components, rows):
         from ._pica_encoders import _SubspaceAutoencoders  # torch: only where a fit runs

@@ -53,6 +53,12 @@ class Autoencoders(nn.Module):
         """Learn what a stream's new batch ``x`` (prepared) teaches beyond the game's updates
         (``partial_fit`` calls it with every batch after the first)."""
 
+    def start_state(self, recorded):
+        """The ``state_dict`` of the start as this encoder knows it now, given the one the game
+        recorded before its first update: that one, unless a stream's batches refined the
+        start (:meth:`absorb`)."""
+        return recorded
+
     def keep_starts(self, starts):
         """Keep only the starts listed, in place and in that order (``n_init`` becomes their
         number)."""

@@ -34,14 +34,9 @@ from .._runtime.threads import follow_load
 from .._runtime.warnings import warn
 from ..nn._critic_step import dependence_gradient
 from ..nn._optim import CriticAdam
-from ..nn._training import CriticUpdates, calibrate, row_errors, train_critic
+from ..nn._training import CriticUpdates, calibrate
 from ._settings import GameResult
-from ._stopping import History, ObjectivePlateau, RepresentationChange, within_noise
-
-#: training rows, at most, on whose codes the critics of :meth:`AdversarialGame.confirm` train
-_CONFIRMATION_ROWS = 8192
-#: standard errors by which the result's held-out error must exceed the start's there
-_CONFIRMATION_Z = 2.0
+from ._stopping import Evaluation, History
 
 
 class AdversarialGame:
@@ -57,14 +52,21 @@ class AdversarialGame:
     critic : ADMCritic
         Its ``n_features`` equals the width of ``z`` and its ``n_groups`` equals ``n_init``.
     settings : GameSettings
+        The game's numbers.
+    policies : GamePolicies
+        When it stops, which start leads and plays on, and whether a critic that did not play
+        must confirm the result; each estimator chooses them (``_game_policies``).
     generator : torch.Generator
         Draws the minibatches; seeded by the estimator's ``random_state``.
     """
 
-    def __init__(self, autoencoder, critic, settings, generator):
+    def __init__(self, autoencoder, critic, settings, policies, generator):
         self.autoencoder = autoencoder
         self.critic = critic
         self.settings = settings
+        self.stopping = policies.stopping
+        self.selection = policies.selection
+        self.confirmation = policies.confirmation
         self.generator = generator
         device = next(critic.parameters()).device
         self.encoder_optimizer = autoencoder.make_optimizer(settings.learning_rate, device)
@@ -73,10 +75,7 @@ class AdversarialGame:
         )
         self.alpha = torch.ones(critic.n_features, device=device)
         self.critic_update = self._critic_updates(device)
-        # the critic before it has played: the judge of :meth:`confirm`
-        self.untrained_critic = (
-            copy.deepcopy(critic) if settings.confirm_with_fresh_critic else None
-        )
+        self.confirmation.open(self)
 
     def _critic_updates(self, device):
         """The critic's steps, with a fresh Adam (a new critic's parameters need one)."""
@@ -156,11 +155,10 @@ class AdversarialGame:
             criterion = loss + average.selection_penalty(z[: self.settings.selection_rows])
         return loss, terms, average.stopping_codes(X_val, z), criterion
 
-    def _narrow(self, keep, history, stopping, criteria):
+    def _narrow(self, keep):
         """Let the starts ``keep`` alone play on, in that order: cut the autoencoder, its
-        average, the critic, their optimizers' states, the history and the stopping rule's
-        records down to them, so that they play on as they would have with the others.
-        Returns the cut ``criteria``."""
+        average, the critic, their optimizers' states, the history and the policies' records
+        down to them, so that they play on as they would have with the others."""
         n_init, rows = self.autoencoder.n_init, self.critic.group_features(keep)
         encoder_state = self.encoder_optimizer.state_dict()
         critic_state = self.critic_update.optimizer.state_dict()
@@ -178,9 +176,10 @@ class AdversarialGame:
         self.critic_update.optimizer.load_state_dict(
             _cut_state(critic_state, lambda length: keep if length == n_init else rows)
         )
-        history.keep_starts(keep)
-        stopping.keep_starts(keep, n_init)
-        return [criterion[keep] for criterion in criteria]
+        self.history.keep_starts(keep)
+        for rule in self.stopping:
+            rule.keep_starts(keep, n_init)
+        self.selection.keep_starts(keep)
 
     def _train_critic(self, X_train, steps):
         """``steps`` critic updates against the encoder as it stands; the codes of ``critic_steps``
@@ -197,14 +196,15 @@ class AdversarialGame:
             follow_load()
 
     def play(self, X_train, X_val, desc="ADM"):
-        """Run the game; leave ``autoencoder`` holding the averaged encoder's weights.
+        """Run the game; leave ``autoencoder`` holding the result.
 
-        The critic warms up (:meth:`open`), then updates follow (:meth:`step`) until the
-        stopping rule says the game has converged or ``max_iter`` is reached; with
-        ``stop_when_independent`` the held-out critic's test may stop it before the first
-        update. Returns a :class:`GameResult` whose ``best_init`` names the leading start and
-        whose history describes it; the estimator reports a game that diverged or ran to
-        ``max_iter`` (:func:`~sklearn_adm.decomposition._base.warn_game_outcome`).
+        The critic warms up (:meth:`open`), then updates follow (:meth:`step`) until a
+        stopping rule says the game has converged or ``max_iter`` is reached; the result is
+        the averaged encoder, finished and confirmed (:meth:`result`), in ``autoencoder``.
+        Returns a
+        :class:`GameResult` whose ``best_init`` names the leading start and whose history
+        describes it; the estimator reports a game that diverged or ran to ``max_iter``
+        (:func:`~sklearn_adm.decomposition._base.warn_game_outcome`).
         """
         s = self.settings
         self.open(X_train, X_val, desc)
@@ -214,8 +214,6 @@ class AdversarialGame:
                 if not self.step(X_train, X_val):
                     break
                 progress.update()
-                if s.confirm_with_fresh_critic and self.n_iter == s.eval_every:
-                    self._judge_early(X_train, X_val)
                 if self.val_terms is not None and self.n_iter % s.eval_every == 0:
                     progress.set_postfix(
                         reconstruction=f"{self.val_terms[0][self.leader].item():.4f}",
@@ -231,116 +229,38 @@ class AdversarialGame:
             self.converged = True  # the user chose to stop; no convergence warning on top
         finally:
             progress.close()
-        self.autoencoder.load_state_dict(self.average.module.state_dict())
-        self.autoencoder.finish()
-        if s.confirm_with_fresh_critic and self.n_iter > 0 and not self.diverged:
-            self.confirm(X_train, X_val)
+        self.result(self.autoencoder, X_train, X_val)
         history = self.history.entries(self.leader)
         return GameResult(history, self.n_iter, self.converged, self.leader, self.diverged)
 
     def open(self, X_train, X_val, desc="ADM"):
-        """Warm the critic up on the starts as they are; with ``stop_when_independent``,
-        end the game before its first update where the held-out critic finds no dependence."""
-        s = self.settings
-        self.history, self.stopping = History(), self._stopping_rule()
-        self.n_iter, self.leader, self.criteria, self.val_terms = 0, 0, [], None
+        """Warm the critic up on the starts as they are; a stopping rule that reads the start
+        (``reads_start``) may end the game before its first update."""
+        self.history = History()
+        self.n_iter, self.leader, self.val_terms = 0, 0, None
         self.converged, self.diverged = False, False
-        self.verdict = None  # of :meth:`_judge_early`
-        self._train_critic(X_train, s.warmup_steps)
-        if s.stop_when_independent:
-            objective, val_terms, _, criterion = self._evaluate(X_val)
+        self._train_critic(X_train, self.settings.warmup_steps)
+        if any(rule.reads_start for rule in self.stopping):
+            objective, val_terms, codes, criterion = self._evaluate(X_val)
             self.leader = int(criterion.argmin())
-            if self._within_noise(val_terms[1][self.leader], X_val):
-                self.history.evaluation(0, objective, val_terms, independent=True)
-                if s.verbose:
+            evaluation = self._reading(0, objective, val_terms, codes, X_val)
+            readings = {}
+            for rule in self.stopping:
+                if rule.reads_start:
+                    converged, reading = rule.update(evaluation)
+                    self.converged = self.converged or converged
+                    readings.update(reading)
+            if self.converged:
+                self.history.evaluation(0, objective, val_terms, **readings)
+                if self.settings.verbose:
                     tqdm.write(f"{desc}: the held-out critic finds no dependence left; no update.")
-                self.converged = True
         self.last_good = self.start = copy.deepcopy(self.average.module.state_dict())
-
-    def confirm(self, X_train, X_val):
-        """Keep the leading start's encoder only where a critic that did not play finds
-        less dependence in it than in the start (:meth:`_judge`); else return the start."""
-        start = self._start_encoder()
-        confirmed = self.verdict is not False and self._judge(
-            self.autoencoder, start, X_train, X_val
-        )
-        if not confirmed:
-            self.autoencoder.load_state_dict(start.state_dict())
-
-    def _judge_early(self, X_train, X_val):
-        """At the first held-out evaluation, :meth:`_judge` the averaged encoder: a game
-        whose result a critic that did not play does not find less dependent than the
-        start stops there (on the docstrings and digits, every game so judged at update
-        10 was judged so at its end too)."""
-        if self.converged or self.diverged:
-            return
-        average = copy.deepcopy(self.average.module)
-        average.finish()
-        self.verdict = self._judge(average, self._start_encoder(), X_train, X_val)
-        self.converged = not self.verdict
-
-    def _start_encoder(self):
-        """The encoder as the game found it, finished."""
-        start = copy.deepcopy(self.autoencoder)
-        start.load_state_dict(self.start)
-        start.finish()
-        return start
-
-    def _judge(self, encoder, start, X_train, X_val):
-        """Whether a critic that did not play finds less dependence on the held-out rows
-        in the leading start of the finished ``encoder`` than in ``start``
-        (:meth:`_start_encoder`).
-
-        A critic that played turns an encoder into one that fools it, which another critic
-        need not be fooled by: on sentence embeddings, digits and the paper's example, where
-        no rotation makes the components independent, ICA's game made them *more*
-        dependent on held-out rows for gradient-boosted trees and for a new critic alike,
-        while its own critic read less. Two copies of the untrained critic train side by
-        side, on the same minibatches of training rows, as many steps as the game's critic
-        did, one on the start's codes and one on ``encoder``'s, and each reads its
-        calibrated error on the held-out rows; the result is confirmed where its error is
-        the larger by more than ``_CONFIRMATION_Z`` standard errors of the difference,
-        paired by row. The history's last entry records both errors
-        (``fresh_critic_mse_start``, ``fresh_critic_mse``) and ``confirmed``.
-        """
-        s, leader = self.settings, self.leader
-        # one critic of two groups, the start's codes and the result's, side by side: both
-        # train on the same minibatches, in one batched step
-        critic = copy.deepcopy(self.untrained_critic).keep_groups([leader, leader])
-        size = critic.n_features // 2
-        columns = slice(leader * size, (leader + 1) * size)
-        rows = X_train.draw(_CONFIRMATION_ROWS, 1, self.generator)  # all, where fewer
-        with torch.no_grad():
-            codes, held_out = (
-                torch.cat([start.encode(x)[:, columns], encoder.encode(x)[:, columns]], dim=1)
-                for x in (rows, X_val)
-            )
-        train_critic(
-            critic,
-            codes,
-            steps=s.warmup_steps + self.n_iter * s.critic_steps,  # as many as the game's
-            batch_size=s.critic_batch_size,
-            learning_rate=s.critic_learning_rate,
-            generator=self.generator,
-        )
-        errors = row_errors(critic, held_out).view(len(held_out), 2, size).mean(dim=2)
-        # a larger error is less dependence; the two are read on the same rows
-        gain = errors[:, 1] - errors[:, 0]
-        standard_error = gain.std() / len(gain) ** 0.5
-        confirmed = bool(gain.mean() > _CONFIRMATION_Z * standard_error)
-        self.history.note(
-            fresh_critic_mse_start=float(errors[:, 0].mean()),
-            fresh_critic_mse=float(errors[:, 1].mean()),
-            confirmed=confirmed,
-        )
-        return confirmed
 
     def step(self, X_train, X_val):
         """One update (Algorithm 1's), and every ``eval_every`` updates the held-out evaluation
-        (:meth:`_evaluation`), which ranks the starts and feeds the stopping rule
-        (:meth:`_stopping_rule`; with ``stop_when_independent`` also the test of
-        :func:`~sklearn_adm.game._stopping.within_noise`). Returns False, with the averaged encoder
-        of the last evaluation restored and ``diverged`` set, where the update diverged."""
+        (:meth:`_evaluation`), which the start selection, the stopping rules and the
+        confirmation read. Returns False, with the averaged encoder of the last evaluation
+        restored and ``diverged`` set, where the update diverged."""
         s = self.settings
         self.n_iter += 1
         values = self._update(X_train, self.n_iter)
@@ -351,26 +271,36 @@ class AdversarialGame:
         self.history.update(self.n_iter, values)
         if self.n_iter % s.eval_every and self.n_iter != s.max_iter:
             return True
-        objective, self.val_terms, codes, self.leader, self.criteria = self._evaluation(
-            X_val, self.n_iter, self.history, self.stopping, self.criteria
-        )
-        self.converged, readings = self.stopping.update(
-            self.n_iter, objective, codes, self.leader, self.autoencoder.n_init
-        )
-        if s.stop_when_independent:
-            readings["independent"] = self._within_noise(self.val_terms[1][self.leader], X_val)
-            self.converged = self.converged or readings["independent"]
+        objective, self.val_terms, codes = self._evaluation(X_val, self.n_iter)
+        evaluation = self._reading(self.n_iter, objective, self.val_terms, codes, X_val)
+        self.converged, readings = False, {}
+        for rule in self.stopping:
+            converged, reading = rule.update(evaluation)
+            self.converged = self.converged or converged
+            readings.update(reading)
         self.history.evaluation(self.n_iter, objective, self.val_terms, **readings)
         self.last_good = copy.deepcopy(self.average.module.state_dict())
+        self.confirmation.after_evaluation(self, X_train, X_val)
         return True
 
-    def snapshot(self):
-        """The averaged encoder as it stands, finished, and the leading start: a model to
-        use while the game goes on (:meth:`step` after :meth:`open`, as ``partial_fit``
-        plays it)."""
-        average = copy.deepcopy(self.average.module)
-        average.finish()
-        return average, self.leader
+    def result(self, encoder, X_train, X_val):
+        """``encoder`` given the averaged encoder's state as it stands, finished and confirmed:
+        the game's result, or a model to use while the game goes on (``partial_fit`` plays
+        it a batch at a time, on a copy of ``average.module``)."""
+        encoder.load_state_dict(self.average.module.state_dict())
+        return self.confirmation.finish(self, self.finished(encoder), X_train, X_val)
+
+    def finished(self, encoder):
+        """``encoder`` after its final solve (``finish``)."""
+        encoder.finish()
+        return encoder
+
+    def start_encoder(self):
+        """The encoder as the game found it (its start as a stream's batches refined it),
+        finished."""
+        start = copy.deepcopy(self.autoencoder)
+        start.load_state_dict(self.autoencoder.start_state(self.start))
+        return self.finished(start)
 
     def _update(self, X_train, n_iter):
         """One step of Algorithm 1: ``critic_steps`` critic updates, then one encoder update;
@@ -380,32 +310,66 @@ class AdversarialGame:
         loss, terms = self._encoder_step(X_train)
         return torch.stack([loss, *terms])
 
-    def _evaluation(self, X_val, n_iter, history, stopping, criteria):
-        """The held-out evaluation after update ``n_iter``: rank the starts by their mean
-        criterion over the last ``rank_window`` evaluations and, at each step of the
-        ``narrowing``, let the leading ones alone play on. Returns the objective, the terms,
-        the stopping codes, the leader and the criteria kept for ranking."""
-        s = self.settings
+    def _evaluation(self, X_val, n_iter):
+        """The held-out evaluation after update ``n_iter``: the start selection records it and
+        may let the leading starts alone play on. Returns the objective, the terms and the
+        stopping codes (of the starts kept)."""
         objective, val_terms, codes, criterion = self._evaluate(X_val)
-        criteria = [*criteria, criterion][-s.rank_window :]
-        ranking = torch.stack(criteria).mean(dim=0).argsort(stable=True)
-        keep = dict(s.narrowing).get(n_iter, self.autoencoder.n_init)
-        if keep < self.autoencoder.n_init:
-            if s.narrow_on_penalty:
-                ranking = (criterion - objective).argsort(stable=True)
-            criteria = self._narrow(ranking[:keep].tolist(), history, stopping, criteria)
-            objective, val_terms, codes, criterion = self._evaluate(X_val)
-            ranking = torch.stack(criteria).mean(dim=0).argsort(stable=True)
-        return objective, val_terms, codes, int(ranking[0]), criteria
+        self.selection.record(criterion)
+        keep = self.selection.to_keep(n_iter, criterion, objective)
+        if keep is not None:
+            self._narrow(keep)
+            objective, val_terms, codes, _ = self._evaluate(X_val)
+        self.leader = self.selection.leader()
+        return objective, val_terms, codes
 
-    def _stopping_rule(self):
-        s = self.settings
-        if s.stop_on_objective:
-            return ObjectivePlateau(s.tol, s.n_iter_no_change)
-        return RepresentationChange(s.tol, s.n_iter_no_change, s.eval_every)
+    def _reading(self, n_iter, objective, terms, codes, X_val):
+        """The :class:`~sklearn_adm.game._stopping.Evaluation` the stopping rules read."""
+        n_init = self.autoencoder.n_init
+        return Evaluation(
+            n_iter=n_iter,
+            objective=objective,
+            terms=terms,
+            codes=codes,
+            leader=self.leader,
+            n_init=n_init,
+            n_rows=len(X_val),
+            n_features=self.critic.n_features // n_init,
+        )
 
-    def _within_noise(self, critic_mse, X_val):
-        return within_noise(critic_mse, len(X_val), self.critic.n_features // self.critic.n_groups)
+    def __setstate__(self, state):
+        """A game pickled by 0.1.0 (in the middle of ``partial_fit``) held its policies as
+        flags of its settings: they become the policy objects."""
+        if "selection" not in state:
+            state = _policies_of_0_1_0(state)
+        self.__dict__.update(state)
+
+
+def _policies_of_0_1_0(state):
+    """The state of a game pickled by 0.1.0, with its settings' flags made policies."""
+    from ._confirmation import FreshCriticConfirmation, NoConfirmation
+    from ._selection import StartSelection
+    from ._stopping import IndependenceReached
+
+    settings = state["settings"]
+    flags = settings.__dict__
+    selection = StartSelection(
+        flags["rank_window"],
+        flags["narrowing"],
+        "penalty" if flags["narrow_on_penalty"] else "criterion",
+    )
+    selection.criteria = state.pop("criteria")
+    stopping = (state.pop("stopping"),)
+    if flags["stop_when_independent"]:
+        stopping += (IndependenceReached(),)
+    confirmation = NoConfirmation()
+    if flags["confirm_with_fresh_critic"]:
+        confirmation = FreshCriticConfirmation()
+        confirmation.untrained_critic = state["untrained_critic"]
+        confirmation.verdict = state.get("verdict")
+    for name in ("untrained_critic", "verdict"):
+        state.pop(name, None)
+    return {**state, "stopping": stopping, "selection": selection, "confirmation": confirmation}
 
 
 class _MovingAverage:

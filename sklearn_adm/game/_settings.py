@@ -1,11 +1,23 @@
-"""The game's settings, filled by each estimator from its parameters, and its result."""
+"""What an estimator hands the game: its numbers (:class:`GameSettings`) and its policies
+(:class:`GamePolicies`); and what the game hands back (:class:`GameResult`)."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from ._confirmation import NoConfirmation
+from ._selection import StartSelection
+
+#: encoder updates between two evaluations on the held-out rows
+EVAL_EVERY = 10
+#: decay of the moving average of the encoder's parameters (the result is the average, as in
+#: GAN training: it settles the jitter that the adversary keeps up)
+EMA_DECAY = 0.95
+#: held-out rows on which the autoencoder's selection penalty is computed
+SELECTION_ROWS = 1024
 
 
 @dataclass(frozen=True)
 class GameSettings:
-    """The knobs of the game; estimators fill them from their public parameters."""
+    """The numbers of the game; each estimator fills them from its parameters."""
 
     dependence_weight: float
     reconstruction_weight: float
@@ -17,37 +29,30 @@ class GameSettings:
     max_iter: int
     learning_rate: float
     critic_learning_rate: float
-    tol: float
-    n_iter_no_change: int
-    verbose: int = 0
-    #: encoder updates between two evaluations on the held-out rows
-    eval_every: int = 10
-    #: decay of the moving average of the encoder's parameters
-    ema_decay: float = 0.95
     #: critic updates on the initial representations before the first encoder update
-    warmup_steps: int = 200
-    #: held-out rows on which the autoencoder's selection penalty is computed
-    selection_rows: int = 1024
-    #: evaluations whose mean criterion ranks the starts (one evaluation is noisy)
-    rank_window: int = 1
-    #: ``(n_iter, keep)`` pairs, in order: after update ``n_iter`` only the ``keep`` leading
-    #: starts play on (none: all of them, to the end)
-    narrowing: tuple[tuple[int, int], ...] = ()
-    #: rank the starts for narrowing by the autoencoder's selection penalty alone (the
-    #: objective, still falling at different rates, would hide it)
-    narrow_on_penalty: bool = False
+    warmup_steps: int
     #: the encoder's step size at update t is learning_rate / (1 + t / learning_rate_decay)
+    #: (None: constant)
     learning_rate_decay: float | None = None
-    #: stop when the leading start's held-out objective has not improved by ``tol`` over
-    #: ``n_iter_no_change`` updates (instead of when its representation stops changing)
-    stop_on_objective: bool = False
-    #: stop, before the first update too, when the held-out critic finds no more dependence
-    #: than independence gives (:func:`within_noise`)
-    stop_when_independent: bool = False
-    #: keep the game's encoder only where a critic that did not play finds less dependence
-    #: on the held-out rows in it than in the start (:meth:`AdversarialGame.confirm`); for
-    #: games whose starts are not narrowed
-    confirm_with_fresh_critic: bool = False
+    verbose: int = 0
+    eval_every: int = EVAL_EVERY
+    ema_decay: float = EMA_DECAY
+    selection_rows: int = SELECTION_ROWS
+
+
+@dataclass
+class GamePolicies:
+    """How a game stops, which start leads and plays on, and who confirms its result.
+
+    ``stopping`` is a tuple of rules of :mod:`sklearn_adm.game._stopping` (the game stops
+    when one of them says so); ``selection`` a
+    :class:`~sklearn_adm.game._selection.StartSelection`; ``confirmation`` one of
+    :mod:`sklearn_adm.game._confirmation`. The rules and the selection keep records:
+    make new ones for every game."""
+
+    stopping: tuple
+    selection: StartSelection = field(default_factory=StartSelection)
+    confirmation: object = field(default_factory=NoConfirmation)
 
 
 @dataclass

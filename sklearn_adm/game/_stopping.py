@@ -1,7 +1,15 @@
 """When the game stops, and what it keeps of each update: the stopping rules, each reading the
-held-out evaluations, and the history that ``history_`` is read from."""
+held-out evaluations, and the history that ``history_`` is read from.
+
+A stopping rule has ``update(evaluation)``, which records an :class:`Evaluation` and returns
+whether the game has converged and the readings the history keeps, and
+``keep_starts(keep, n_init)``, called when only the starts ``keep`` play on. A rule whose
+``reads_start`` is true also reads the evaluation before the first update (``n_iter == 0``).
+An estimator passes the game a tuple of rules; the game stops when one of them says so.
+"""
 
 import math
+from dataclasses import dataclass
 
 import torch
 
@@ -20,6 +28,26 @@ _NOISE_SIGMAS = 3.0
 _HALF_WINDOW_SHARE = 1 / 32
 #: the training and held-out terms of each record, in order
 TERMS = ("objective", "reconstruction", "critic_mse", "variance_penalty")
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One held-out evaluation, as the stopping rules read it."""
+
+    #: encoder updates so far (0: before the first)
+    n_iter: int
+    #: each start's held-out objective, ``(n_init,)``
+    objective: torch.Tensor
+    #: each start's held-out reconstruction, critic MSE and variance penalty, ``(n_init,)`` each
+    terms: tuple
+    #: the held-out codes whose change :class:`RepresentationChange` measures
+    codes: torch.Tensor
+    #: the leading start
+    leader: int
+    n_init: int
+    #: held-out rows, and features of one start (the critic's MSE is their mean)
+    n_rows: int
+    n_features: int
 
 
 def within_noise(critic_mse, n_rows, n_features):
@@ -41,13 +69,17 @@ class RepresentationChange:
     ``_HALF_WINDOW_SHARE * tol`` over the last half of them: a game that has stopped moving
     need not wait out the whole window to show it."""
 
+    reads_start = False
+
     def __init__(self, tol, n_iter_no_change, eval_every):
         self.tol, self.n_iter_no_change, self.eval_every = tol, n_iter_no_change, eval_every
         self.snapshots = []  # (iteration, codes of every start)
 
-    def update(self, n_iter, objective, codes, leader, n_init):
+    def update(self, evaluation):
         """Record an evaluation; return whether training has converged, and the changes
         over the window and over its last half."""
+        n_iter, codes = evaluation.n_iter, evaluation.codes
+        leader, n_init = evaluation.leader, evaluation.n_init
         window = self.n_iter_no_change
         change = self._change(n_iter - window, codes, leader, n_init)
         half = self._change(n_iter - window // 2, codes, leader, n_init)
@@ -79,14 +111,17 @@ class ObjectivePlateau:
     """Converged when the leading start's held-out objective has not fallen by ``tol`` over
     the last ``n_iter_no_change`` updates."""
 
+    reads_start = False
+
     def __init__(self, tol, n_iter_no_change):
         self.tol, self.n_iter_no_change = tol, n_iter_no_change
         self.best, self.best_at = math.inf, 0
 
-    def update(self, n_iter, objective, codes, leader, n_init):
+    def update(self, evaluation):
         """Record an evaluation; return whether training has converged, and the updates since
         the objective last fell by ``tol`` (``val_updates_without_improvement``)."""
-        value = float(objective[leader])
+        n_iter = evaluation.n_iter
+        value = float(evaluation.objective[evaluation.leader])
         if value < self.best - self.tol:
             self.best, self.best_at = value, n_iter
         waited = n_iter - self.best_at
@@ -94,6 +129,22 @@ class ObjectivePlateau:
 
     def keep_starts(self, keep, n_init):
         """The objective's record is the leader's alone: nothing to cut."""
+
+
+class IndependenceReached:
+    """Converged, before the first update too, when the leading start's held-out critic
+    finds no more dependence than independence gives (:func:`within_noise`): a game has
+    nothing left to remove (the reading ``independent``)."""
+
+    reads_start = True
+
+    def update(self, evaluation):
+        critic_mse = evaluation.terms[1][evaluation.leader]
+        independent = within_noise(critic_mse, evaluation.n_rows, evaluation.n_features)
+        return independent, {"independent": independent}
+
+    def keep_starts(self, keep, n_init):
+        """Nothing recorded: nothing to cut."""
 
 
 class History:

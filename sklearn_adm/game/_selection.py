@@ -1,0 +1,51 @@
+"""Which of the game's starts leads, and which play on: the start-selection policy."""
+
+import torch
+
+
+class StartSelection:
+    """Ranks the starts by their held-out criterion and, on a schedule, lets the leading
+    ones alone play on.
+
+    Parameters
+    ----------
+    window : int, default=1
+        Evaluations whose mean criterion ranks the starts (one evaluation is noisy).
+    narrowing : tuple of (int, int), default=()
+        ``(n_iter, keep)`` pairs, in order: after update ``n_iter`` only the ``keep`` leading
+        starts play on (none: all of them, to the end).
+    narrow_by : {"criterion", "penalty"}, default="criterion"
+        What ranks the starts when they are narrowed: the mean criterion, or the
+        autoencoder's selection penalty alone (where the objective, still falling at
+        different rates, would hide it).
+    """
+
+    def __init__(self, window=1, narrowing=(), narrow_by="criterion"):
+        if narrow_by not in ("criterion", "penalty"):
+            raise ValueError(f"narrow_by must be 'criterion' or 'penalty', got {narrow_by!r}.")
+        self.window, self.narrowing, self.narrow_by = window, dict(narrowing), narrow_by
+        self.criteria = []  # the last ``window`` evaluations' criteria, ``(n_init,)`` each
+
+    def record(self, criterion):
+        """Add an evaluation's criterion (the objective plus the selection penalty)."""
+        self.criteria = [*self.criteria, criterion][-self.window :]
+
+    def leader(self):
+        """The start of the least mean criterion (the first, among equals)."""
+        return int(torch.stack(self.criteria).mean(dim=0).argsort(stable=True)[0])
+
+    def to_keep(self, n_iter, criterion, objective):
+        """The starts that play on after update ``n_iter``, in the order of their rank, or
+        None where all of them do."""
+        n_init = len(criterion)
+        keep = self.narrowing.get(n_iter, n_init)
+        if keep >= n_init:
+            return None
+        if self.narrow_by == "penalty":
+            ranking = (criterion - objective).argsort(stable=True)
+        else:
+            ranking = torch.stack(self.criteria).mean(dim=0).argsort(stable=True)
+        return ranking[:keep].tolist()
+
+    def keep_starts(self, keep):
+        self.criteria = [criterion[keep] for criterion in self.criteria]
