@@ -327,51 +327,22 @@ class DependenceScorer(BaseEstimator):
     def test(self, X, Y=None, n_permutations=200, *, Z=None):
         """Permutation test of independence, with the estimator's floor.
 
-        ``test(Z)`` tests the columns of ``Z``: each permutation shuffles every column
-        independently of the others, which keeps each column's values and destroys any
-        dependence between columns; the statistic is :meth:`per_feature`. The p-value of
-        column ``j`` is the share of permutations (the observed data counted as one) whose
-        statistic is at least the observed one: a test of the null that the columns are
-        mutually independent, read column by column. The permutation mean is the value the
-        estimator gives to independent columns of the same marginals and size, its floor: the
-        V-statistic is biased upwards (for 32 independent columns, one-vs-rest dCor^2 is about
-        0.006 at n = 3000), so only a score above the floor is dependence.
+        - ``test(Z)``: are the columns of ``Z`` mutually independent? Each permutation
+          shuffles every column on its own; the statistic is :meth:`per_feature`, one p-value
+          per column. The permutations' mean is the floor: the score independent columns of
+          the same marginals and size get (the V-statistic is biased upwards).
+        - ``test(X, Y)``: are the rows of ``X`` independent of those of ``Y``? Each
+          permutation shuffles ``Y``'s rows against ``X``'s.
+        - ``test(X, Y, Z=Z)``: is ``X`` independent of ``Y`` given ``Z``? ``X`` and ``Y``
+          are predicted from ``Z`` by a cross-fitted kernel ridge regression, and the
+          residuals are tested as two samples, ``Y``'s rows shuffled only among rows of nearly
+          equal ``Z``. Exact where ``Z`` takes few values, approximate for a continuous ``Z``.
 
-        ``test(X, Y)`` tests whether the rows of ``X`` are independent of the rows of ``Y``
-        (as ``hyppo`` and ``dcor`` test two samples): each permutation shuffles the rows of
-        ``Y`` against those of ``X``, which keeps the dependence inside each matrix. It
-        returns one statistic and one p-value.
-
-        ``test(X, Y, Z=Z)`` tests whether ``X`` is independent of ``Y`` given ``Z``, the
-        question of causal discovery (PC and FCI ask it of every pair and set). Each column of
-        ``X`` and of ``Y`` is predicted from ``Z`` by a kernel ridge regression (Gaussian
-        kernel, its width and penalty chosen per column by leave-one-out error), each row by
-        a regression fitted on the other half of the rows, and the residuals are tested as two
-        samples, each permutation shuffling ``Y``'s rows only among rows whose ``Z`` is nearly
-        equal (groups of about 8 rows, cut along one column of ``Z`` or clustered on
-        several). The level is exact where ``Z`` takes few values (each group's rows share
-        one) and approximate for a continuous ``Z``, nearer the more rows; the user guide's
-        "Which test when" gives the type I errors measured. Its cost is linear in the rows
-        with ``"adm"`` (the regressions and the critic) and quadratic with ``"dcor"``.
-
-        With ``metric="adm"`` the critic is trained once, on half the rows (2,000 updates;
-        ``critic_params`` changes both), and the statistic and every permutation are computed on
-        the other rows, which the critic never saw: the permutations need no retraining, and
-        the test is exact (its p-values are valid at any sample size), because under the null
-        the held-out rows are exchangeable under the permutations whatever the critic learned.
-        It loses the training rows' share of the sample. The statistic it ranks is continuous:
-        the held-out correlation of each probe's target with its prediction (per column; for
-        two samples, the largest over the columns of ``[X, Y]``), of which the reported
-        estimate, ``1 - MSE`` after calibration, is a clipped function. For two samples the
-        test also predicts each column of ``X`` and ``Y``, and its probe target, from the other
-        sample by averaging it over the nearest training rows, the number of neighbours chosen
-        on the training rows (leave-one-out): a critic trained on a few hundred noisy rows fits
-        a quickly oscillating relation such as ``sin(16 pi x)`` badly, a local average does
-        not (see :doc:`/benchmarks`). It ranks the largest of all these held-out correlations,
-        each first standardised by its mean and spread over the observed data and the
-        permutations: a column that the other columns of its own sample predict would
-        otherwise win every permutation. ``"hgb"`` is not offered: each permutation would
-        have to refit boosted trees.
+        With ``metric="adm"`` the critic trains once, on part of the rows (``critic_params``
+        sets how), and the statistic and every permutation are read on the others, which it
+        never saw: the test is exact at any sample size. For two samples it also ranks
+        nearest-neighbour predictions from the other sample. The user guide's "Testing
+        independence" and "Which test when" say how each test works, its level and its power.
 
         Parameters
         ----------
@@ -395,6 +366,18 @@ class DependenceScorer(BaseEstimator):
             ``"pearson"``; for ``"adm"`` the mean over the columns of ``[X, Y]`` of the
             critic's held-out estimate of their dependence on the other columns). It unpacks
             as ``p_values, floor`` with ``Y=None`` and as ``statistic, p_value`` with ``Y``.
+
+        Raises
+        ------
+        ValueError
+            With ``metric="hgb"`` (each permutation would refit boosted trees), a
+            non-positive ``n_permutations``, ``Z`` without ``Y``, samples of different
+            lengths, or too few rows for the critic's held-out part (``"adm"``).
+
+        References
+        ----------
+        .. [1] Székely, G. J., Rizzo, M. L. and Bakirov, N. K. (2007). Measuring and testing
+           dependence by correlation of distances. The Annals of Statistics 35(6).
 
         Examples
         --------

@@ -9,9 +9,7 @@ built the same way, starting from one scalar per feature.
 
 Hidden layers are laid out ``(d, h, n)``, features first and rows last: the first layer's
 product is then ``(s*h, s) @ (s, n)``, which MKL computes faster on a CPU than the same
-product laid out ``(n, s) @ (s, s*h)`` (at ``d = 256``, ``n = 256``: 6.5-7.6 against
-7.7-9.7 ms, and its weight gradient 6.3-7.7 against 7.5-9.2 ms), and a step at
-``d = 2048`` took 0.93-0.97 s against 1.34-1.49 s (see the design notes).
+product laid out ``(n, s) @ (s, s*h)`` (``doc/guide.md`` has the timings).
 """
 
 import math

@@ -4,8 +4,7 @@ critic an update of its largest layer by blocks, its whole gradient never formed
 They hold their state as :class:`torch.optim.Optimizer` does, in the same ``state_dict``
 format, and step with :func:`torch.optim.adam.adam`, but are not ``torch.optim`` optimizers:
 the first call of any method of one imports ``torch._dynamo`` (for its compiler hooks), which
-took 1.2-1.5 s on a 2-core CPU and 4.2-4.4 s on a GPU machine's cold disk. A first PICA fit
-on the paper's example took 4.3-4.6 s with them, 3.0-3.1 s without (2-core CPU).
+costs a first fit about a second and a half on a CPU (``doc/guide.md``, "Real data and speed").
 """
 
 from collections import defaultdict
