@@ -9,8 +9,7 @@ from .scaling import row_blocks
 MIN_VALIDATION_ROWS = 10
 
 
-#: data are continuous when each column takes at least this share as many distinct values as
-#: there are distinct rows (float32 rounding makes a few values coincide by chance)
+#: continuous data: each column has this share as many distinct values as there are distinct rows
 _CONTINUOUS_SHARE = 0.9
 
 

@@ -21,9 +21,7 @@ import torch
 _WINDOW_ROWS = 1024
 #: rows of the pool the minibatches are drawn from (64 windows)
 _POOL_ROWS = 65_536
-#: a window of the pool is replaced after this many windows' worth of rows were drawn: each
-#: row is drawn about this many times while it is in the pool, and the array is read at this
-#: fraction of the rate rows are drawn
+#: a pool window is replaced after this many windows of rows were drawn (each row drawn ~twice)
 _REFRESH_WINDOWS = 2
 #: windows read ahead of the game
 _PREFETCH = 4

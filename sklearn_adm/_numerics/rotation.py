@@ -38,9 +38,7 @@ def retract(W, steps=3):
         return W
 
 
-#: a frame at most this far from orthonormal (largest entry of ``|W^T W - I|``, an update's
-#: step is about 1e-3 at the default step sizes) is made so by :func:`retract`, whose three
-#: steps meet the polar factor to rounding from here (0.05 -> 2e-3 -> 3e-6 -> 5e-12)
+#: largest |W^T W - I| from which retract()'s three steps reach the polar factor to rounding
 _NEARLY_ORTHONORMAL = 0.05
 
 

@@ -30,20 +30,14 @@ _MIN_CURVATURE = 0.1
 #: largest turn, in radians, of one plane in one step
 _MAX_ANGLE = 0.1
 #: weight of a pair's squared angle from the start, against the likelihood's curvature
-#: (measured on Bach & Jordan's densities: 0 moved nearly Gaussian pairs by their noise,
-#: 1 kept part of the gain with eight sources)
 _START_WEIGHT = 0.5
-#: rows on which the scores are fitted (13 coefficients per column need few; the basis of
-#: all rows, ``(n, d, 13)``, cost 1.8 s a step at 100,000 x 32)
+#: rows on which the scores are fitted (13 coefficients per column need few)
 _FIT_ROWS = 10_000
 #: rows on which a column's Gaussian look is judged
 _CHECK_ROWS = 5_000
-#: a column of ``n`` rows whose fitted Fisher information exceeds a Gaussian's (1) by less
-#: than this over ``n`` looks Gaussian: the 99th percentile of that excess on Gaussian data
-#: (the fit's overfitting; measured 0.40 at 1,000 rows, 0.089 at 4,000)
+#: Fisher information above a Gaussian's, times the rows, under which a column looks Gaussian
 _GAUSSIAN_EXCESS = 400.0
-#: the same after the entropy search has turned Gaussian columns to their least Gaussian
-#: (measured: 99th percentile 390 with 2 columns, 535 with 4, 570 with 8, at 1,000 rows)
+#: the same after the entropy search turned Gaussian columns to their least Gaussian
 _SEARCHED_EXCESS = 600.0
 
 

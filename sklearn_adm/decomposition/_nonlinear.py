@@ -102,12 +102,7 @@ _MOMENT_ROWS = 4096
 _WARMUP_STEPS = 200
 #: rows x components of the critic's minibatches (a step costs their product)
 _CRITIC_BATCH_WORK = 2048
-#: Two starts play on after 200 updates, those with the lowest decoder contrast: on twenty
-#: draws of make_nonlinear_mixture, where often one start in four follows the factors, the
-#: contrast after 200, 300 or 400 updates always kept one that does (after 100, 6 of 20
-#: missed), the held-out objective not (it is still falling). After 400 the one of lower
-#: contrast plays on alone, at two-thirds of the cost: of sixty draws of the mixture 49 found
-#: the factors, as many as when both played to the end.
+#: two starts of least decoder contrast play on after update 200, one after 400
 _NARROWING = ((200, 2), (400, 1))
 #: ridge added to the outputs' covariance before it is factored, relative to its mean
 #: variance, and the floor of that variance (outputs that do not vary)

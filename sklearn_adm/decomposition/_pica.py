@@ -10,12 +10,10 @@ from .._data.chunked import code_moments
 from ._base import _n_components_constraint
 from ._linear import LinearADMTransformer, flip_signs
 
-#: the encoder's initial step, in radians, with ``learning_rate="auto"``, a dependence weight
-#: of at most 1 and at most ``_AUTO_COMPONENTS`` components
+#: the encoder's first step in radians with learning_rate='auto' (weight <= 1, <= 32 components)
 _AUTO_LEARNING_RATE = 0.0085
 _AUTO_COMPONENTS = 32
-#: updates after which the encoder's step has halved, on up to ``_DECAY_ROWS`` training rows;
-#: beyond, that horizon grows with the rows, up to ``_MAX_DECAY_GROWTH`` times
+#: updates after which the step has halved, on up to _DECAY_ROWS rows (then up to 4x more)
 _DECAY_UPDATES = 25
 _DECAY_ROWS = 2500
 _MAX_DECAY_GROWTH = 4.0

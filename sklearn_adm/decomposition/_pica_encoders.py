@@ -22,11 +22,9 @@ from ..nn._optim import NormalisedMomentum
 _RANK_TOLERANCE = 1e-6
 #: rows (whitened) on which the rotation's negentropy contrast is computed
 _ROTATION_ROWS = 4096
-#: plain fixed-point steps with which the final subspace's rotations are solved from their
-#: candidates, keeping the best iterate
+#: plain fixed-point steps solving the final subspace's rotations from their candidates
 _EXPLORE_STEPS = 200
-#: the same for each start's rotation before the game: the game turns it on, and ``finish``
-#: solves it again (50 read as 200 on unseen rows and on the paper's example, in half the time)
+#: the same for each start before the game, which turns it on and finish() solves again
 _START_EXPLORE_STEPS = 50
 _GAME_ROTATION_ROWS = 4096
 #: ascent steps of each start's rotation before the game (it then takes one per update)

@@ -8,8 +8,7 @@ from ._selection import StartSelection
 
 #: encoder updates between two evaluations on the held-out rows
 EVAL_EVERY = 10
-#: decay of the moving average of the encoder's parameters (the result is the average, as in
-#: GAN training: it settles the jitter that the adversary keeps up)
+#: decay of the encoder's moving average, the game's result (it settles the adversary's jitter)
 EMA_DECAY = 0.95
 #: held-out rows on which the autoencoder's selection penalty is computed
 SELECTION_ROWS = 1024

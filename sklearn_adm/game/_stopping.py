@@ -13,18 +13,9 @@ from dataclasses import dataclass
 
 import torch
 
-#: standard deviations above its mean under independence at which a held-out dependence
-#: estimate counts as dependence (:func:`within_noise`)
+#: standard deviations above independence's mean at which a held-out estimate is dependence
 _NOISE_SIGMAS = 3.0
-#: share of ``tol`` under which the change over the last half of the window already counts
-#: as converged. Changes are squared: codes that drift steadily change 4 times as much over
-#: twice the updates, and PICA's games on the embeddings and digits (their step decays) 5 to
-#: 8 times at the default weight, so under a thirty-second of ``tol`` over half the window
-#: the whole window's change reads far under ``tol`` too. At weights 0.2 to 2 on four sets
-#: the whole window's rule stopped every game first (results unchanged to the bit); at 0.1
-#: (digits) and 0.05 the half window stopped them 10-60 updates sooner, with the same
-#: variance and dependence on unseen rows; on the paper's example, whose subspace the choice
-#: among starts finds and which then barely moves, at a median of 80 updates instead of 130.
+#: share of tol under which the change over half the window counts as converged
 _HALF_WINDOW_SHARE = 1 / 32
 #: the training and held-out terms of each record, in order
 TERMS = ("objective", "reconstruction", "critic_mse", "variance_penalty")

@@ -46,23 +46,15 @@ _CRITIC_DEFAULTS = {
     "critic_learning_rate": 2e-2,
     "validation_fraction": 0.3,
 }
-#: the learned test's critic, unless ``critic_params`` says otherwise. Its power rests on how
-#: well the critic fits the relation: on hyppo's simulations at n = 300 (20 draws each),
-#: sin(4 pi x) was detected in 6 of 20 after 500 updates and in 16 of 20 after 3,000. Half
-#: the rows held out (as Liu et al. 2020 split): at n = 100 the linear relation was detected
-#: in 15 of 20 draws against 11 of 20 with 30 % held out.
+#: the learned test's critic unless critic_params says otherwise: long training, half held out
 _TEST_CRITIC = {"max_iter": 2000, "validation_fraction": 0.5}
-#: smallest ratio of the correlation matrix's eigenvalues at which ``"pearson"`` inverts it;
-#: its residual variances then carry a relative error of about 2e-16 / ratio, and columns
-#: nearer collinear are regressed one by one (least squares)
+#: smallest eigenvalue ratio at which 'pearson' inverts the correlation matrix
 _WELL_CONDITIONED = 1e-8
 #: ridge of the held-out linear regressions, on standardised columns
 _LINEAR_RIDGE = 1e-6
-#: training rows, at most, among which the two-sample test looks for nearest neighbours: the
-#: search costs their number times the held-out rows', and the critic carries large samples
+#: training rows, at most, among which the two-sample test looks for nearest neighbours
 _NEIGHBOUR_ROWS = 4096
-#: rows of a memory-mapped or Dask array up to which the learned estimate reads them into
-#: memory (the stream's pool would hold them all); beyond, its critic streams them
+#: rows of an out-of-core array up to which the learned estimate reads them into memory
 _IN_MEMORY_ROWS = 65_536
 #: training rows of such an array, at most, that the linear floor is fitted on
 _FLOOR_ROWS = 65_536

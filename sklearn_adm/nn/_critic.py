@@ -30,10 +30,7 @@ def _standardize(z, eps=_EPS):
     return centred * torch.rsqrt(centred.square().mean(dim=0) + eps)
 
 
-#: Scale of the first layers' initial weights, relative to PyTorch's default. Inputs are
-#: standardised, so with the default (``1/sqrt(fan_in)``) every unit starts almost linear over
-#: the data; a larger scale spreads the units' kinks over the data's range and lets the critic
-#: fit wiggly relations in tens of steps instead of hundreds.
+#: first layers' initial scale over torch's: units' kinks spread over standardised inputs
 _FIRST_LAYER_GAIN = 3.0
 
 
