@@ -4,7 +4,7 @@ critic an update of its largest layer by blocks, its whole gradient never formed
 They hold their state as :class:`torch.optim.Optimizer` does, in the same ``state_dict``
 format, and step with :func:`torch.optim.adam.adam`, but are not ``torch.optim`` optimizers:
 the first call of any method of one imports ``torch._dynamo`` (for its compiler hooks), which
-costs a first fit about a second and a half on a CPU (``doc/guide.md``, "Real data and speed").
+costs a first fit about a second and a half on a CPU (``doc/design/game-cost.md``).
 """
 
 from collections import defaultdict
