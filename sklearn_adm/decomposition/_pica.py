@@ -54,8 +54,8 @@ class PICA(LinearADMTransformer):
         and no game is played.
     dependence_weight : float, default=0.4
         Weight :math:`\lambda` of the dependence term ``1 - mean critic MSE``. 0 turns ADM off.
-        Larger values give up more variance for more independence (the design notes'
-        "PICA's defaults" say how the default was chosen).
+        Larger values give up more variance for more independence (the design
+        page ``doc/design/pica-defaults.md`` says how the default was chosen).
     reconstruction_weight : float, default=1.0
         Weight of the reconstruction term: the share of PCA's explained variance that the
         components give up (0 on PCA's subspace), computed exactly from the covariance, so
@@ -83,7 +83,7 @@ class PICA(LinearADMTransformer):
         finer dependence, and the game makes as many passes over them (at a given
         ``batch_size``). "auto" is
         ``0.0085 * sqrt(max(1, dependence_weight) * max(1, n_components / 32))`` (the
-        design notes' "PICA's defaults" say why).
+        design page ``doc/design/pica-defaults.md`` says why).
     critic_learning_rate : float, default=0.02
         Adam step size of the critic.
     tol : float, default=2e-2

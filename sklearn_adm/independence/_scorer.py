@@ -128,7 +128,7 @@ class DependenceScorer(BaseEstimator):
           fool that critic. Pairwise, each column of a pair is predicted from the other.
           Repeated rows are atoms of the sample: a held-out copy of a training row is
           predicted exactly, whatever the representation, so they read as dependence (how
-          much, on real embeddings: the design notes, :doc:`/guide`). Drop them first
+          much, on real embeddings: :doc:`/design/repeated-rows`). Drop them first
           (``np.unique(Z, axis=0)``) when they are copies of one item.
     max_samples : int or None, default=5000
         Rows used at most, drawn without replacement; None uses all rows. Distance
