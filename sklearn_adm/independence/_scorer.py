@@ -33,6 +33,12 @@ from ._distance import (
     permuted_distance_correlation,
 )
 from ._neighbours import neighbour_predictions
+from ._sorting import (
+    pairwise_by_sorting,
+    permuted_by_sorting,
+    sorting_is_faster_pairwise,
+    sorting_is_faster_permutations,
+)
 from ._trees import gradient_boosting_dependence
 
 #: Options of the learned metric, and their defaults.
@@ -299,7 +305,10 @@ class DependenceScorer(BaseEstimator):
     def _pairwise(self, Z):
         Z, rng, device = self._prepare(Z)
         if self.metric in ("dcor", "dcor_sq"):
-            return distance_correlation_pairwise(Z, squared=self.metric == "dcor_sq")
+            pairwise = distance_correlation_pairwise  # O(n^2) products, shared by the pairs
+            if sorting_is_faster_pairwise(*Z.shape):
+                pairwise = pairwise_by_sorting  # O(n log n) a pair
+            return pairwise(Z, squared=self.metric == "dcor_sq")
         if self.metric == "pearson":
             return np.abs(_correlation(Z))
         d = Z.shape[1]
@@ -465,7 +474,12 @@ class DependenceScorer(BaseEstimator):
                 orders = [np.argsort(rng.permutation(len(X))) for _ in range(n_permutations)]
             else:
                 orders = group_permutations(len(Y), groups, n_permutations, rng)
-            statistic, permuted = permuted_distance_correlation(X, Y, np.array(orders))
+            if X.shape[1] == Y.shape[1] == 1 and sorting_is_faster_permutations(
+                len(X), len(orders)
+            ):
+                statistic, permuted = permuted_by_sorting(X[:, 0], Y[:, 0], orders)
+            else:
+                statistic, permuted = permuted_distance_correlation(X, Y, np.array(orders))
             if self.metric == "dcor":
                 statistic, permuted = np.sqrt(statistic), np.sqrt(permuted)
             return float(statistic), float(_p_values(statistic, permuted)), float(permuted.mean())
