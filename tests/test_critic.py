@@ -404,3 +404,29 @@ def test_graph_replays_the_update_by_blocks(monkeypatch):
         critics.append(critic)
     for eager, replayed in zip(*(c.parameters() for c in critics), strict=True):
         torch.testing.assert_close(replayed, eager, rtol=1e-5, atol=1e-6)
+
+
+def test_the_encoders_pass_through_the_critic_reuses_its_tensors():
+    """The game's encoder step differentiates the critic on 512 rows at every update: its
+    layer-sized tensors are kept from one pass to the next (fresh ones were faulted back in at
+    every update), apart from those of the critic's own training steps on other rows."""
+    from sklearn_adm.nn._critic_step import critic_step, dependence_gradient
+    from sklearn_adm.nn._optim import CriticAdam
+
+    torch.manual_seed(0)
+    critic = ADMCritic(8, n_groups=2)
+    optimizer = CriticAdam(critic, 0.01, torch.device("cpu"))
+    z, weights = torch.randn(512, 8), torch.full((1,), -0.25)
+    first = dependence_gradient(critic, z, torch.ones(8), weights)
+    kept = {name: tensor.data_ptr() for name, tensor in critic.gradient_workspace.tensors.items()}
+    critic_step(critic, optimizer, torch.randn(128, 8))  # the critic's own rows, elsewhere
+    second = dependence_gradient(critic, z, torch.ones(8), weights)
+    assert kept and kept == {
+        name: tensor.data_ptr() for name, tensor in critic.gradient_workspace.tensors.items()
+    }
+    assert critic.workspace.tensors  # the training step kept its own
+    # the kept tensors change no number: a copy of the critic starts with fresh ones
+    fresh = dependence_gradient(copy_module.deepcopy(critic), z, torch.ones(8), weights)
+    assert not copy_module.deepcopy(critic).gradient_workspace.tensors
+    torch.testing.assert_close(second[1], fresh[1], rtol=0, atol=0)
+    assert first[1].shape == (512, 8)

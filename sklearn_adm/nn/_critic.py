@@ -236,8 +236,10 @@ class ADMCritic(nn.Module):
         if predictor_rank is not None and int(predictor_rank) < 1:
             raise ValueError(f"predictor_rank must be None or >= 1, got {predictor_rank!r}.")
         self.predictor_rank = None if predictor_rank is None else int(predictor_rank)
-        #: layer-sized tensors a training step (``_critic_step``) reuses from the last one
+        #: layer-sized tensors a training step (``_critic_step``) reuses from the last one,
+        #: and those the encoder's pass through the critic reuses (rows of another number)
         self.workspace = _Workspace()
+        self.gradient_workspace = _Workspace()
         bound = _FIRST_LAYER_GAIN / math.sqrt(max(group_size - 1, 1))
         if self.predictor_rank is None:  # drawn first: a seed gives the weights it always gave
             self._init_full_input_layer(bound, h)
@@ -284,8 +286,10 @@ class ADMCritic(nn.Module):
         self.predictor_in.register_post_accumulate_grad_hook(_zero_self_gradient)
 
     def __setstate__(self, state):
-        """Unpickled and deep-copied critics keep the rule: tensors lose their hooks there."""
+        """Unpickled and deep-copied critics keep the rule: tensors lose their hooks there.
+        A critic pickled by 0.1.0 gets the workspace it had none of."""
         super().__setstate__(state)
+        self.__dict__.setdefault("gradient_workspace", _Workspace())
         if self.predictor_in is not None:
             self.predictor_in.register_post_accumulate_grad_hook(_zero_self_gradient)
 

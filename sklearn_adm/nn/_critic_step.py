@@ -42,7 +42,7 @@ def critic_step(critic, optimizer, z):
 def dependence_gradient(critic, z, alpha, weights):
     """``sum_j weights_j MSE_j`` of ``alpha_j``-shrunk predictions on ``z`` ``(n, d)``, the
     errors ``MSE_j`` ``(d,)`` and the sum's gradient with respect to ``z``, ``(n, d)``."""
-    forward = _CriticPass(critic, z, alpha=alpha)
+    forward = _CriticPass(critic, z, alpha=alpha, workspace=critic.gradient_workspace)
     return forward.errors, forward.input_gradient(weights)
 
 
