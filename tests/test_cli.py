@@ -42,6 +42,7 @@ def test_score_npy_with_options(tmp_path, data, capsys):
         ("long_row.csv", "a,b\n1,2\n3,4,5\n", "Expected 2 fields in line 3, saw 3"),
         ("short_row.csv", "a,b\n1,2\n3\n4,5\n", "row 2 (line 3 of the file), column 'b'"),
         ("empty.csv", "", "the file is empty"),
+        ("header_only.csv", "a,b,c\n", "the file has a header and no rows"),
         ("one_column.csv", "1\n2\n3\n", "1 feature"),
     ],
 )
@@ -176,7 +177,7 @@ def test_parquet_with_nullable_and_boolean_columns(tmp_path, capsys):
     path = tmp_path / "frame.parquet"
     frame.to_parquet(path)
     assert main(["score", str(path)]) == 2
-    assert "row 3 (line 4 of the file), column 'count' (column 1)" in capsys.readouterr().err
+    assert "row 3, column 'count' (column 1); pass --dropna" in capsys.readouterr().err
     assert main(["score", str(path), "--dropna"]) == 0
     captured, rows = _scored(capsys)
     assert [row[0] for row in rows] == ["count", "flag", "x"]

@@ -55,7 +55,7 @@ def read_matrix(path, *, delimiter=None, index_col=None, columns=None, dropna=Fa
         n_columns = values.shape[1] if values.ndim == 2 else 1
         return values, [str(j) for j in range(n_columns)], []
     if suffix == ".parquet":
-        frame, header_rows = _read_parquet(path), 1
+        frame, header_rows = _read_parquet(path), None  # no lines to name
     elif suffix in DELIMITERS or delimiter is not None:
         frame, header_rows = _read_text(path, delimiter or DELIMITERS[suffix])
     else:
@@ -68,10 +68,11 @@ def read_matrix(path, *, delimiter=None, index_col=None, columns=None, dropna=Fa
     if missing.any():
         if not dropna:
             row, column = (int(k[0]) for k in np.nonzero(missing))
+            line = "" if header_rows is None else f" (line {row + 1 + header_rows} of the file)"
             raise ValueError(
-                f"missing value in row {row + 1} (line {row + 1 + header_rows} of the file), "
-                f"column {names[column]!r} (column {positions[column] + 1}); pass "
-                "--dropna to drop the rows with missing values"
+                f"missing value in row {row + 1}{line}, column {names[column]!r} "
+                f"(column {positions[column] + 1}); pass --dropna to drop the rows with "
+                "missing values"
             )
         complete = ~missing.any(axis=1)
         notices.append(f"dropped {int((~complete).sum())} rows with missing values")
@@ -107,12 +108,15 @@ def _read_text(path, delimiter):
         numbers_below = np.array(
             [j in below and pd.api.types.is_numeric_dtype(below[j]) for j in first.index]
         )
+        if len(below) == 0 and text.all():
+            raise ValueError("the file has a header and no rows")
         header = len(below) > 0 and bool(text.all() or (text & numbers_below).any())
         frame = pd.read_csv(path, sep=delimiter, header=0 if header else None)
     except pd.errors.EmptyDataError:
         raise ValueError("the file is empty") from None
     except pd.errors.ParserError as error:
-        raise ValueError(str(error).removeprefix("Error tokenizing data. C error: ")) from None
+        message = str(error).strip().removeprefix("Error tokenizing data. C error: ")
+        raise ValueError(message) from None
     return frame, int(header)
 
 
