@@ -39,8 +39,8 @@ class PICA(LinearADMTransformer):
     The paper ties the decoder to the encoder (its transpose), which can only rotate PCA's
     scores orthogonally. Here the decoder is the least-squares one, which lets the components
     be any basis of their subspace, like FastICA's: the game chooses the subspace against the
-    critic, and inside it the components climb FastICA's negentropy contrast (a critic
-    that also turned them was measured to make them more dependent). See the user guide.
+    critic, and inside it the components climb FastICA's negentropy contrast (a critic that
+    also turned them made them more dependent). See the user guide.
 
     Parameters
     ----------

@@ -2,7 +2,7 @@
 
 A critic trained on a few hundred noisy rows fits quickly oscillating relations badly: on
 hyppo's sin(4πx) at n = 300 its held-out correlation was 0.0–0.4 where a 10-nearest-neighbour
-average reached 0.5 (measured). The test therefore also predicts each probe target by
+average reached 0.5. The test therefore also predicts each probe target by
 averaging it over the target's nearest training rows, with the number of neighbours learned
 on the training rows alone (leave-one-out), so that the test stays exact.
 """
