@@ -86,3 +86,18 @@ def test_a_stream_plays_the_policies_a_fit_plays():
     # batch 1: 7 updates, its result judged; batch 2: 8 more, judged early at update 10 and
     # its result at 15
     assert judged == [[7], [7, 10, 15]] and streamed.n_iter_ == 15
+
+
+def test_a_seeded_stream_gives_the_same_model_every_time():
+    """ICA refines its start on each later batch with a random search: seeded by the
+    estimator's random_state, so that two streams give the same components."""
+    rng = np.random.default_rng(0)
+    X = rng.laplace(size=(4000, 3)) @ rng.standard_normal((3, 3))
+
+    def streamed():
+        ica = ICA(3, random_state=0)
+        for part in np.array_split(X, 2):
+            ica.partial_fit(part)
+        return ica.components_
+
+    np.testing.assert_array_equal(streamed(), streamed())

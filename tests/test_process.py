@@ -36,6 +36,7 @@ WORK = {
     "ICA": lambda: ICA(**QUICK).fit(X),
     "NonlinearPICA": lambda: NonlinearPICA(hidden_layer_sizes=(8,), **QUICK).fit(X),
     "PICA.partial_fit": lambda: PICA(**QUICK).partial_fit(X).partial_fit(X),
+    "ICA.partial_fit": lambda: ICA(**QUICK).partial_fit(X[:200]).partial_fit(X[200:]),
     "dcor": lambda: DependenceScorer("dcor").score(X),
     "adm": lambda: DependenceScorer("adm", random_state=0).score(X),
     "ADMRegularizer": _regularizer_step,

@@ -78,6 +78,11 @@ class _Stream:
     game: object = None
     generator_state: object = None
     moments: object = None
+    #: seeds what the autoencoder draws when it absorbs a batch (the fit's seed, plus the
+    #: batches absorbed): a stream gives the same model every time, and leaves torch's
+    #: global generator alone
+    seed: int = 0
+    batches: int = 0
 
     def scaled(self, rows):
         """``rows`` scaled as the first batch was, a float32 tensor on the device."""
@@ -354,7 +359,10 @@ class BaseADMTransformer(
                     game.generator.set_state(stream.generator_state)
                     batch = TensorRows(stream.autoencoder.prepare(stream.scaled(X[train_rows])))
                     if not first:
-                        game.autoencoder.absorb(batch.X)
+                        stream.batches += 1
+                        with torch.random.fork_rng(devices=[]):
+                            torch.manual_seed(stream.seed + stream.batches)
+                            game.autoencoder.absorb(batch.X)
                     for _ in range(-(-len(batch) // settings.batch_size)):
                         if not game.step(batch, stream.val):
                             warn_game_outcome(game, type(self).__name__, None)
@@ -388,7 +396,7 @@ class BaseADMTransformer(
         from ..game._loop import AdversarialGame
 
         mean, scale = fit_scaling(X, self._per_feature_scaling, rows=train_rows)
-        stream = _Stream(settings, mean, scale, self.device_)
+        stream = _Stream(settings, mean, scale, self.device_, seed=seed)
         X_train = stream.scaled(X[train_rows])
         start = TensorRows(stream.scaled(X) if self._start_from_all_rows else X_train)
         autoencoder, critic = self._build(X.shape[1], n_components, start, seed)

@@ -201,9 +201,8 @@ class AdversarialGame:
         The critic warms up (:meth:`open`), then updates follow (:meth:`step`) until a
         stopping rule says the game has converged or ``max_iter`` is reached; the result is
         the averaged encoder, finished and confirmed (:meth:`result`), in ``autoencoder``.
-        Returns a
-        :class:`GameResult` whose ``best_init`` names the leading start and whose history
-        describes it; the estimator reports a game that diverged or ran to ``max_iter``
+        Returns a :class:`GameResult` whose ``best_init`` names the leading start and whose
+        history describes it; the estimator reports a game that diverged or ran to ``max_iter``
         (:func:`~sklearn_adm.decomposition._base.warn_game_outcome`).
         """
         s = self.settings
@@ -244,12 +243,8 @@ class AdversarialGame:
             objective, val_terms, codes, criterion = self._evaluate(X_val)
             self.leader = int(criterion.argmin())
             evaluation = self._reading(0, objective, val_terms, codes, X_val)
-            readings = {}
-            for rule in self.stopping:
-                if rule.reads_start:
-                    converged, reading = rule.update(evaluation)
-                    self.converged = self.converged or converged
-                    readings.update(reading)
+            rules = [rule for rule in self.stopping if rule.reads_start]
+            self.converged, readings = _read_rules(rules, evaluation)
             if self.converged:
                 self.history.evaluation(0, objective, val_terms, **readings)
                 if self.settings.verbose:
@@ -273,11 +268,7 @@ class AdversarialGame:
             return True
         objective, self.val_terms, codes = self._evaluation(X_val, self.n_iter)
         evaluation = self._reading(self.n_iter, objective, self.val_terms, codes, X_val)
-        self.converged, readings = False, {}
-        for rule in self.stopping:
-            converged, reading = rule.update(evaluation)
-            self.converged = self.converged or converged
-            readings.update(reading)
+        self.converged, readings = _read_rules(self.stopping, evaluation)
         self.history.evaluation(self.n_iter, objective, self.val_terms, **readings)
         self.last_good = copy.deepcopy(self.average.module.state_dict())
         self.confirmation.after_evaluation(self, X_train, X_val)
@@ -343,6 +334,17 @@ class AdversarialGame:
         if "selection" not in state:
             state = _policies_of_0_1_0(state)
         self.__dict__.update(state)
+
+
+def _read_rules(rules, evaluation):
+    """Whether one of the stopping ``rules`` says the game has converged at ``evaluation``,
+    and all their readings for the history."""
+    converged, readings = False, {}
+    for rule in rules:
+        stop, reading = rule.update(evaluation)
+        converged = converged or stop
+        readings.update(reading)
+    return converged, readings
 
 
 def _policies_of_0_1_0(state):
