@@ -49,12 +49,11 @@ def sorting_is_faster_permutations(n, n_permutations):
 
 
 def _squared(x, y):
+    """The squared distance correlation of two non-constant columns, by sorting."""
     # imported here, after torch (which the scorer imports first): ``import dcor`` starts
     # numba's OpenMP layer, on which torch would otherwise run (doc/design/threads.md)
     import dcor
 
-    if x.std() == 0 or y.std() == 0:  # a constant column has no dependence
-        return 0.0
     return max(float(dcor.distance_correlation_sqr(x, y, method="avl")), 0.0)
 
 
@@ -62,10 +61,11 @@ def pairwise_by_sorting(Z, *, squared=False):
     """:func:`~sklearn_adm.metrics.distance_correlation_pairwise` of ``Z``
     ``(n_samples, n_features)``, pair by pair in ``O(n log n)`` each."""
     Z = np.asarray(Z, dtype=np.float64)
-    d = Z.shape[1]
-    result = np.diag((Z.std(axis=0) > 0).astype(np.float64))
-    for j, k in zip(*np.triu_indices(d, k=1), strict=True):
-        result[j, k] = result[k, j] = _squared(Z[:, j], Z[:, k])
+    varies = Z.std(axis=0) > 0  # a constant column has no dependence
+    result = np.diag(varies.astype(np.float64))
+    for j, k in zip(*np.triu_indices(Z.shape[1], k=1), strict=True):
+        if varies[j] and varies[k]:
+            result[j, k] = result[k, j] = _squared(Z[:, j], Z[:, k])
     return result if squared else np.sqrt(result)
 
 
@@ -73,5 +73,7 @@ def permuted_by_sorting(x, y, orders):
     """:func:`~sklearn_adm.metrics.permuted_distance_correlation` of two one-dimensional
     samples ``x`` and ``y`` ``(n_samples,)``, in ``O(n log n)`` a permutation."""
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if x.std() == 0 or y.std() == 0:  # a constant sample: no dependence to measure
+        return 0.0, np.zeros(len(orders))
     permuted = np.array([_squared(x, y[order]) for order in orders])
     return _squared(x, y), permuted
