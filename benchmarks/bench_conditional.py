@@ -1,21 +1,37 @@
 """Conditional independence tests side by side: type I error, power and time in one run.
 
-Usage: python benchmarks/bench_conditional.py [--n 500 2000] [--repeats 100]
-           [--methods dcor adm partial-correlation kci] [--cases null ...]
+Usage: python benchmarks/bench_conditional.py [--n 600 2000] [--repeats 100]
+           [--methods dcor adm partial-correlation kci fastkci] [--cases null cos ...]
 
-Each case draws ``Z`` uniform on [-1, 1] (one column; ``2d`` cases two), then ``X`` and ``Y``
-from it. Under the nulls ``X`` and ``Y`` are independent given ``Z``, which drives both
-nonlinearly (``null``: sin(3 z) and cos(4 z) with Gaussian noise; ``null-het``: noise whose
-scale grows with |z|; ``null-2d``: tanh(z1 + z2) and z1 z2); under the alternatives ``Y``
-also depends on ``X`` (``linear``) or both on a hidden variable (``squared``: ``H`` in X,
-``H^2`` in Y). Every method tests the same draws; the table gives the share of draws rejected
-at 0.05 and the mean seconds per test.
+Every case draws ``X``, ``Y`` and ``Z`` so that the question is "is X independent of Y given
+Z?". The table gives, per case and method, the share of draws rejected at 0.05 (the level
+under the nulls, the power under the alternatives) and the mean seconds per test; every
+method tests the same draws.
+
+Nulls (X independent of Y given Z):
+
+- ``null``: Z ~ U(-1, 1) drives both nonlinearly, sin(3 z) and cos(4 z), Gaussian noise;
+- ``null-het``: noise whose scale grows with |z|;
+- ``null-2d`` / ``null-3z``: two / three columns of Z (tanh of their sum, their product);
+- ``null-t``: Student-t noise of 3 degrees of freedom;
+- ``null-discrete``: Z takes 5 values, and Y's noise grows with it;
+- ``null-multi``: X and Y of two columns each.
+
+Alternatives where X's relation to Y is the same at every Z: ``linear`` (0.3 x added to
+Y), ``squared`` (a hidden H in X and H^2 in Y), ``collider`` (Z = X + Y + noise),
+``variance`` (Y's noise scaled by |X's noise|), ``checker`` (the sign of Y's noise follows
+the sign of X's, mostly).
+
+Alternatives where it changes with Z (Z ~ N(0, 1), X = Z + e1), which tests of the residuals
+without Z average out: ``cos`` (Y = Z + 0.6 cos(2 X) + 0.5 e2), ``product`` (Y = 0.5 X Z +
+e2), ``sign`` (Y = 0.5 sign(Z) e1 + e2: the slope changes sign with Z), ``variance-z``
+(Y's noise scaled by 0.3 + 0.7 |e1| where Z > 0 only).
 
 Methods: this package's ``DependenceScorer(metric).test(X, Y, Z=Z)`` with ``"dcor"`` and
 ``"adm"``; the partial correlation test (Fisher's z of the residuals of linear regressions on
-Z); causal-learn's kernel conditional independence test (KCI, Zhang et al. 2011; the
-``bench`` extra installs causal-learn), skipped beyond 2,000 rows where its n x n kernels take
-minutes.
+Z); causal-learn's kernel conditional independence test (KCI, Zhang et al. 2011) and its
+FastKCI (the ``bench`` extra installs causal-learn). KCI is skipped beyond 2,000 rows, where
+its n x n kernels take minutes.
 """
 
 import argparse
@@ -27,64 +43,113 @@ from scipy import stats
 
 from sklearn_adm import DependenceScorer
 
-CASES = ("null", "null-het", "null-2d", "linear", "squared")
+NULLS = ("null", "null-het", "null-2d", "null-3z", "null-t", "null-discrete", "null-multi")
+SAME_AT_EVERY_Z = ("linear", "squared", "collider", "variance", "checker")
+CHANGING_WITH_Z = ("cos", "product", "sign", "variance-z")
+CASES = NULLS + SAME_AT_EVERY_Z + CHANGING_WITH_Z
 #: rows beyond which KCI is not run (its kernels are n x n, its cost cubic)
 _KCI_ROWS = 2000
 
 
 def draw(case, n, rng):
-    """``X``, ``Y``, ``Z`` of one case, each ``(n, 1)`` (``Z`` ``(n, 2)`` for ``null-2d``)."""
+    """``X``, ``Y``, ``Z`` of one case, each ``(n, columns)``."""
+    if case in CHANGING_WITH_Z:
+        return _changing_with_z(case, n, rng)
+    e1, e2, e3 = rng.normal(size=(3, n))
+    if case == "null-discrete":
+        z = rng.integers(0, 5, size=n).astype(float)
+        return (z + e1)[:, None], ((z - 2) ** 2 + (1 + z / 4) * e2)[:, None], z[:, None]
+    if case == "null-3z":
+        z = rng.normal(size=(n, 3))
+        x = np.tanh(z.sum(axis=1)) + 0.3 * e1
+        y = z[:, 0] * z[:, 1] + np.sin(z[:, 2]) + 0.3 * e2
+        return x[:, None], y[:, None], z
     z = rng.uniform(-1, 1, size=(n, 2 if case == "null-2d" else 1))
-    e1, e2, hidden = rng.normal(size=(3, n))
     t = z[:, 0]
+    if case == "collider":
+        return e1[:, None], e2[:, None], (e1 + e2 + 0.5 * e3)[:, None]
     if case == "null-het":
         x, y = t + 0.5 * np.abs(t) * e1, t**2 + 0.5 * np.abs(t) * e2
     elif case == "null-2d":
         x, y = np.tanh(z[:, 0] + z[:, 1]) + 0.3 * e1, z[:, 0] * z[:, 1] + 0.3 * e2
+    elif case == "null-t":
+        x, y = t + 0.3 * rng.standard_t(3, size=n), np.sin(3 * t) + 0.3 * rng.standard_t(3, size=n)
+    elif case == "null-multi":
+        x = np.c_[np.sin(3 * t) + 0.3 * e1, t**2 + 0.3 * e3]
+        y = np.c_[np.cos(4 * t) + 0.3 * e2, t + 0.3 * rng.normal(size=n)]
+        return x, y, z
+    elif case == "variance":
+        x, y = np.sin(3 * t) + 0.3 * e1, np.cos(4 * t) + 0.3 * e2 * (0.2 + 0.8 * np.abs(e1))
+    elif case == "checker":
+        signs = np.where(rng.random(n) < 0.75, 1.0, -1.0)
+        x, y = np.sin(3 * t) + 0.3 * e1, np.cos(4 * t) + 0.3 * np.sign(e1) * np.abs(e2) * signs
     else:
         x, y = np.sin(3 * t) + 0.3 * e1, np.cos(4 * t) + 0.3 * e2
         if case == "linear":
             y = y + 0.3 * x
         elif case == "squared":
-            x, y = x + 0.3 * hidden, y + 0.3 * hidden**2
+            x, y = x + 0.3 * e3, y + 0.3 * e3**2
     return x[:, None], y[:, None], z
 
 
+def _changing_with_z(case, n, rng):
+    z, e1, e2 = rng.normal(size=(3, n))
+    x = z + e1
+    if case == "cos":
+        y = z + 0.6 * np.cos(2 * x) + 0.5 * e2
+    elif case == "product":
+        y = 0.5 * x * z + e2
+    elif case == "sign":
+        y = 0.5 * np.sign(z) * e1 + e2
+    else:  # variance-z
+        y = z + e2 * np.where(z > 0, 0.3 + 0.7 * np.abs(e1), 1.0)
+    return x[:, None], y[:, None], z[:, None]
+
+
 def partial_correlation(x, y, z):
-    """Fisher's z test of the correlation of the residuals of x and y given z (linear)."""
+    """Fisher's z test of the first canonical correlation of the residuals of x and y given z
+    (linear regressions)."""
     design = np.column_stack([np.ones(len(z)), z])
-    residuals = [a - design @ np.linalg.lstsq(design, a, rcond=None)[0] for a in (x, y)]
-    r = np.corrcoef(residuals[0][:, 0], residuals[1][:, 0])[0, 1]
+    rx, ry = (a - design @ np.linalg.lstsq(design, a, rcond=None)[0] for a in (x, y))
+    r = np.linalg.svd(np.linalg.qr(rx)[0].T @ np.linalg.qr(ry)[0], compute_uv=False)[0]
     statistic = np.sqrt(len(x) - z.shape[1] - 3) * np.arctanh(np.clip(r, -0.999999, 0.999999))
     return 2 * stats.norm.sf(abs(statistic))
 
 
-def kci(x, y, z):
-    from causallearn.utils.cit import CIT
+def causal_learn(name):
+    def test(x, y, z):
+        from causallearn.utils.cit import CIT
 
-    data = np.column_stack([x, y, z])
-    test = CIT(data, "kci")
-    return test(0, 1, list(range(2, data.shape[1])))
+        data = np.column_stack([x, y, z])
+        p, q = x.shape[1], y.shape[1]
+        columns = [list(range(p)), list(range(p, p + q)), list(range(p + q, data.shape[1]))]
+        if p == q == 1:
+            columns[:2] = [0, p]
+        return CIT(data, name)(*columns)
+
+    return test
 
 
 def method(name, seed):
     if name in ("dcor", "adm"):
         scorer = DependenceScorer(name, max_samples=None, random_state=seed)
         return lambda x, y, z: scorer.test(x, y, Z=z).pvalue
-    return {"partial-correlation": partial_correlation, "kci": kci}[name]
+    if name in ("kci", "fastkci"):
+        return causal_learn(name)
+    return {"partial-correlation": partial_correlation}[name]
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, nargs="+", default=[500, 2000])
+    parser.add_argument("--n", type=int, nargs="+", default=[600, 2000])
     parser.add_argument("--repeats", type=int, default=100)
     parser.add_argument(
-        "--methods", nargs="+", default=["dcor", "adm", "partial-correlation", "kci"]
+        "--methods", nargs="+", default=["dcor", "adm", "partial-correlation", "kci", "fastkci"]
     )
-    parser.add_argument("--cases", nargs="+", default=list(CASES))
+    parser.add_argument("--cases", nargs="+", default=list(CASES), choices=CASES)
     args = parser.parse_args()
     warnings.simplefilter("ignore")
-    print(f"{'case':<10} {'n':>6} " + " ".join(f"{m:>26}" for m in args.methods))
+    print(f"{'case':<14} {'n':>6} " + " ".join(f"{m:>22}" for m in args.methods))
     for n in args.n:
         for case in args.cases:
             rng = np.random.default_rng(0)
@@ -92,15 +157,15 @@ def main():
             cells = []
             for name in args.methods:
                 if name == "kci" and n > _KCI_ROWS:
-                    cells.append(f"{'(not run)':>26}")
+                    cells.append(f"{'(not run)':>22}")
                     continue
                 start, p_values = time.perf_counter(), []
                 for seed, (x, y, z) in enumerate(draws):
                     p_values.append(method(name, seed)(x, y, z))
                 seconds = (time.perf_counter() - start) / len(draws)
                 rejected = np.mean(np.array(p_values) <= 0.05)
-                cells.append(f"{rejected:>12.2f} {seconds:>9.2f} s/test")
-            print(f"{case:<10} {n:>6} " + " ".join(cells), flush=True)
+                cells.append(f"{rejected:>8.2f} {seconds:>7.2f} s/test")
+            print(f"{case:<14} {n:>6} " + " ".join(cells), flush=True)
 
 
 if __name__ == "__main__":

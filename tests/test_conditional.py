@@ -8,9 +8,11 @@ from sklearn_adm.independence._conditional import (
     _ridge_loo,
     group_permutations,
     linear_within,
-    local_groups,
+    local_cells,
+    random_unions,
     smooth_regression,
 )
+from sklearn_adm.independence._distance import blockwise_distance_correlation
 
 
 def chain(n, rng, direct=0.0):
@@ -41,6 +43,64 @@ def test_the_learned_conditional_test_finds_an_edge_and_not_a_chain():
     x, y, z = chain(800, rng, direct=0.4)
     result = scorer.test(x, y, Z=z)
     assert result.pvalue < 0.01 and result.statistic > result.null_mean
+
+
+def turning_with_z(n, rng, relation):
+    """X = Z + e; Y's relation to X changes with Z, and averages out over Z."""
+    z, e1, e2 = rng.normal(size=(3, n))
+    x = z + e1
+    if relation == "cos":  # Y's residual given Z is cos(2 Z + 2 e1) less its mean
+        y = z + 0.6 * np.cos(2 * x) + 0.5 * e2
+    else:  # the slope of Y on X's residual is the sign of Z
+        y = 0.5 * np.sign(z) * e1 + e2
+    return x[:, None], y[:, None], z[:, None]
+
+
+@pytest.mark.parametrize("relation", ["cos", "sign"])
+def test_dependence_that_turns_with_z_is_found(relation):
+    """Tested over all rows, the residuals' dependence averages out (the issue's "dcor"
+    rejected 0.17 of such draws at 600 rows, KCI 1.00); within blocks of nearly equal Z it
+    holds still. Given Z alone, the same X is independent of Y."""
+    rng = np.random.default_rng(3)
+    x, y, z = turning_with_z(600, rng, relation)
+    for metric in ("dcor", "adm"):
+        assert DependenceScorer(metric, random_state=0).test(x, y, Z=z).pvalue < 0.01
+    y_alone = z[:, 0] + rng.normal(size=600)
+    assert DependenceScorer("dcor", random_state=0).test(x, y_alone[:, None], Z=z).pvalue > 0.05
+
+
+def test_blockwise_distance_correlation_is_the_mean_of_the_blocks_dcor():
+    import dcor
+
+    rng = np.random.default_rng(0)
+    X, Y = rng.normal(size=(50, 2)), rng.normal(size=(50, 1))
+    Y[:20] += X[:20, :1] ** 2
+    blocks = np.repeat([2, 0, 1], [20, 16, 14])
+    groups = np.arange(50) // 4  # within the blocks
+    orders = group_permutations(50, groups, 5, np.random.RandomState(0))
+    observed, permuted = blockwise_distance_correlation(X, Y, blocks, orders)
+
+    def mean_over_blocks(y):
+        return np.mean(
+            [dcor.distance_correlation_sqr(X[blocks == b], y[blocks == b]) for b in range(3)]
+        )
+
+    np.testing.assert_allclose(observed, mean_over_blocks(Y), rtol=1e-10)
+    np.testing.assert_allclose(
+        permuted, [mean_over_blocks(Y[order]) for order in orders], rtol=1e-10
+    )
+    # a block where one sample is constant measures nothing and counts for nothing
+    Y[blocks == 0] = 1.0
+    alone = blockwise_distance_correlation(X, Y, blocks, orders[:1])[0]
+    two = [dcor.distance_correlation_sqr(X[blocks == b], Y[blocks == b]) for b in (1, 2)]
+    np.testing.assert_allclose(alone, np.mean(two), rtol=1e-10)
+
+
+def test_random_unions_join_whole_blocks():
+    blocks = np.repeat(np.arange(40), 25)  # 1,000 rows
+    unions = random_unions(blocks, 250, np.random.RandomState(0))
+    assert len(np.unique(unions)) == 4
+    assert all(len(np.unique(unions[blocks == b])) == 1 for b in range(40))
 
 
 def test_level_is_exact_for_a_discrete_conditioning_set():
@@ -74,16 +134,23 @@ def test_groups_hold_nearby_rows_of_one_fold():
     rng = np.random.default_rng(0)
     z = rng.uniform(size=(400, 1))
     folds = np.arange(400) % 2
-    groups = local_groups(z, folds, 0)
+    groups, blocks = local_cells(z, folds, 0)
     for group in np.unique(groups):
         rows = groups == group
+        assert len(np.unique(folds[rows])) == 1 and len(np.unique(blocks[rows])) == 1
+        assert 1 <= rows.sum() <= 10 and np.ptp(z[rows]) < 0.15
+    assert np.median(np.bincount(groups)) == 8
+    for block in np.unique(blocks):
+        rows = blocks == block
         assert len(np.unique(folds[rows])) == 1
-        assert 6 <= rows.sum() <= 10 and np.ptp(z[rows]) < 0.15
+        assert 60 <= rows.sum() <= 70 and np.ptp(z[rows]) < 0.6
     # a discrete Z: one group per value and fold
     z = rng.integers(0, 4, size=(400, 1)).astype(float)
-    groups = local_groups(z, folds, 0)
-    assert len(np.unique(groups)) == 8
+    groups, blocks = local_cells(z, folds, 0)
     assert all(len(np.unique(z[groups == g])) == 1 for g in np.unique(groups))
+    assert all(len(np.unique(z[blocks == b])) == 1 for b in np.unique(blocks))
+    assert len(np.unique(groups)) == 8  # one per value and fold
+    assert np.bincount(blocks).max() <= 128  # a value's 50 rows: one block
 
 
 def test_within_group_linear_fit_removes_a_local_slope():
@@ -139,6 +206,12 @@ def test_a_handful_of_rows_gives_a_p_value_without_warnings():
     [
         (lambda s, a: s.test(a, Z=a), "needs Y"),
         (lambda s, a: s.test(a, a, Z=a[:50]), "X, Y and Z must have the same number of rows"),
+        (
+            lambda s, a: s.set_params(metric="adm", critic_params={"validation_fraction": 0}).test(
+                a, a, Z=a
+            ),
+            r"critic_params\['validation_fraction'\] must be a float in the range \(0, 1\), got 0",
+        ),
     ],
 )
 def test_bad_conditional_calls_are_rejected(call, message):

@@ -2,7 +2,7 @@
 
 import itertools
 from dataclasses import dataclass, field
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 import torch
@@ -20,14 +20,18 @@ from .._runtime.device import resolve_device
 from ..nn._critic import ADMCritic, _standardize
 from ..nn._training import calibrate, calibrated_fit, train_critic
 from ._conditional import (
+    BLOCK_ROWS,
     centred_within,
     cross_fitted_residuals,
     group_permutations,
     linear_within,
-    local_groups,
+    local_cells,
+    local_statistics,
+    random_unions,
 )
 from ._distance import (
     _one_vs_rest_of_each,
+    blockwise_distance_correlation,
     distance_correlation_one_vs_rest,
     distance_correlation_pairwise,
     permuted_distance_correlation,
@@ -60,6 +64,11 @@ _WELL_CONDITIONED = 1e-8
 _LINEAR_RIDGE = 1e-6
 #: training rows, at most, among which the two-sample test looks for nearest neighbours
 _NEIGHBOUR_ROWS = 4096
+#: rows up to which the conditional distance test's statistic over all rows is computed over
+#: all rows for multivariate X or Y (two n x n matrices of 134 MB each); beyond, it is averaged
+#: over random unions of blocks of about ``_UNION_ROWS`` rows, at a cost linear in the rows
+_FULL_ROWS = 4096
+_UNION_ROWS = 1024
 #: rows of an out-of-core array up to which the learned estimate reads them into memory
 _IN_MEMORY_ROWS = 65_536
 #: training rows of such an array, at most, that the linear floor is fitted on
@@ -203,13 +212,7 @@ class DependenceScorer(BaseEstimator):
         the device. Given ``rng``, ``Z`` holds the rows drawn with it already. With
         ``stream``, a memory-mapped or Dask array of which every row is asked for comes back
         as a :class:`~sklearn_adm._data.chunked.ChunkedArray`, for the critic to stream."""
-        self._validate_params()
-        unknown = set(self.critic_params or {}) - set(_CRITIC_DEFAULTS)
-        if unknown:
-            raise ValueError(
-                f"Unknown critic_params {sorted(unknown)}; expected some of "
-                f"{sorted(_CRITIC_DEFAULTS)}."
-            )
+        self._check_parameters()
         device = resolve_device(self.device)
         if rng is None:
             rng = check_random_state(self.random_state)
@@ -222,6 +225,21 @@ class DependenceScorer(BaseEstimator):
             Z = self._sampled(Z, rows)
         Z = check_array(Z, dtype=np.float64, ensure_min_samples=2, ensure_min_features=2)
         return _rescale(Z), rng, device
+
+    def _check_parameters(self):
+        self._validate_params()
+        unknown = set(self.critic_params or {}) - set(_CRITIC_DEFAULTS)
+        if unknown:
+            raise ValueError(
+                f"Unknown critic_params {sorted(unknown)}; expected some of "
+                f"{sorted(_CRITIC_DEFAULTS)}."
+            )
+        fraction = self._critic_params(exact=False)["validation_fraction"]
+        if isinstance(fraction, bool) or not isinstance(fraction, Real) or not 0 < fraction < 1:
+            raise ValueError(
+                "critic_params['validation_fraction'] must be a float in the range (0, 1), "
+                f"got {fraction!r}."
+            )
 
     def _draw_rows(self, n_samples, rng):
         """Sorted indices of the ``max_samples`` rows to score, or None for all."""
@@ -337,7 +355,9 @@ class DependenceScorer(BaseEstimator):
         - ``test(X, Y, Z=Z)``: is ``X`` independent of ``Y`` given ``Z``? ``X`` and ``Y``
           are predicted from ``Z`` by a cross-fitted kernel ridge regression, and the
           residuals are tested as two samples, ``Y``'s rows shuffled only among rows of nearly
-          equal ``Z``. Exact where ``Z`` takes few values, approximate for a continuous ``Z``.
+          equal ``Z``; over all rows and, since their relation may change with ``Z``, within
+          blocks of rows of nearly equal ``Z`` (the learned test's critic reads ``Z`` beside
+          ``X``). Exact where ``Z`` takes few values, approximate for a continuous ``Z``.
 
         With ``metric="adm"`` the critic trains once, on part of the rows (``critic_params``
         sets how), and the statistic and every permutation are read on the others, which it
@@ -452,6 +472,7 @@ class DependenceScorer(BaseEstimator):
                 f"{names} must have the same number of rows, got "
                 f"{', '.join(str(_num_samples(A)) for A in samples)}."
             )
+        self._check_parameters()
         rng = check_random_state(self.random_state)
         rows = self._draw_rows(_num_samples(X), rng)
         samples = [self._sampled(A, rows, ensure_2d=False) for A in samples]
@@ -459,38 +480,33 @@ class DependenceScorer(BaseEstimator):
             check_array(A, dtype=np.float64, ensure_min_samples=2, ensure_2d=False) for A in samples
         ]
         X, Y, *Z = (A.reshape(len(A), -1) for A in samples)
-        groups = None
+        groups = blocks = None
         if Z:  # residuals given Z, permuted within groups of nearly equal Z
+            Z = Z[0]
             folds = rng.permutation(len(X)) % 2
             seed = int(rng.randint(np.iinfo(np.int32).max))
-            groups = local_groups(Z[0], folds, seed)
-            residuals = cross_fitted_residuals(np.hstack([X, Y]), Z[0], folds, seed)
+            # the learned test's local statistics read its held-out rows only
+            held_out = self._critic_params(exact=True)["validation_fraction"]
+            block_rows = BLOCK_ROWS if self.metric != "adm" else round(BLOCK_ROWS / held_out)
+            groups, blocks = local_cells(Z, folds, seed, block_rows)
+            residuals = cross_fitted_residuals(np.hstack([X, Y]), Z, folds, seed)
             X, Y = residuals[:, : X.shape[1]], residuals[:, X.shape[1] :]
-            X, Y = linear_within(X, Z[0], groups), centred_within(Y, groups)
+            X, Y = linear_within(X, Z, groups), centred_within(Y, groups)
         XY, rng, device = self._prepare(np.hstack([X, Y]), rng)  # every statistic is invariant
         X, Y = XY[:, : X.shape[1]], XY[:, X.shape[1] :]  # to the scale of X and of Y
         if self.metric in ("dcor", "dcor_sq"):
-            if groups is None:  # dcor's test's permutations (of X's rows; these are Y's)
-                orders = [np.argsort(rng.permutation(len(X))) for _ in range(n_permutations)]
-            else:
-                orders = group_permutations(len(Y), groups, n_permutations, rng)
-            if X.shape[1] == Y.shape[1] == 1 and sorting_is_faster_permutations(
-                len(X), len(orders)
-            ):
-                statistic, permuted = permuted_by_sorting(X[:, 0], Y[:, 0], orders)
-            else:
-                statistic, permuted = permuted_distance_correlation(X, Y, np.array(orders))
-            if self.metric == "dcor":
-                statistic, permuted = np.sqrt(statistic), np.sqrt(permuted)
-            return float(statistic), float(_p_values(statistic, permuted)), float(permuted.mean())
+            return self._distance_test(X, Y, groups, blocks, n_permutations, rng)
         if self.metric == "pearson":
             observed = _canonical_correlation(X, Y)
             orders = group_permutations(len(Y), groups, n_permutations, rng)
             permuted = np.array([_canonical_correlation(X, Y[order]) for order in orders])
             return float(observed), float(_p_values(observed, permuted)), float(permuted.mean())
+        split = X.shape[1]
+        if groups is not None:  # the critic reads Z beside X: X's relation to Y may turn with Z
+            XY = np.hstack([X, _rescale(Z), Y])
+            split += Z.shape[1]
         critic, train, held_out, val_rows = self._trained_critic(XY, rng, device, None, exact=True)
         held_out_groups = None if groups is None else groups[val_rows]
-        split = X.shape[1]
         orders = []  # of Y's held-out rows, one per permutation
 
         def shuffle_rows_of_y(z, copies):
@@ -507,12 +523,49 @@ class DependenceScorer(BaseEstimator):
         near_observed, near_permuted = _neighbour_null(
             critic, train[reference], held_out, split, np.concatenate(orders)
         )
-        statistics = np.vstack(
-            [np.r_[observed, near_observed], np.hstack([permuted, near_permuted])]
-        )
-        strongest = _largest_standardized(statistics)
+        observed, permuted = np.r_[observed, near_observed], np.hstack([permuted, near_permuted])
+        if groups is not None:  # and the distance test's local statistics, on the same rows
+            local, local_permuted = local_statistics(
+                X[val_rows], Y[val_rows], blocks[val_rows], np.concatenate(orders)
+            )
+            observed, permuted = np.r_[observed, local], np.hstack([permuted, local_permuted])
+        strongest = _largest_standardized(np.vstack([observed, permuted]))
         p_value = float(_p_values(strongest[0], strongest[1:]))
         return float(estimate.mean()), p_value, float(floor.mean())
+
+    def _distance_test(self, X, Y, groups, blocks, n_permutations, rng):
+        """The distance correlation test: its statistic, p-value and permutation mean.
+
+        Without Z (``groups`` None) the statistic is the squared distance correlation of X
+        and Y, permuted among all rows. Given Z, the p-value is that of the largest of three
+        statistics, each standardised over the permutations (:func:`_largest_standardized`):
+        that one over all rows (over random unions of blocks of about ``_UNION_ROWS`` rows
+        beyond ``_FULL_ROWS`` rows of multivariate X or Y, so that the cost stays linear in
+        the rows) and the two within blocks of nearly equal Z
+        (:func:`~sklearn_adm.independence._conditional.local_statistics`)."""
+        n = len(X)
+        if groups is None:  # dcor's test's permutations (of X's rows; these are Y's)
+            orders = np.array([np.argsort(rng.permutation(n)) for _ in range(n_permutations)])
+        else:
+            orders = group_permutations(n, groups, n_permutations, rng)
+        if X.shape[1] == Y.shape[1] == 1 and sorting_is_faster_permutations(n, len(orders)):
+            statistic, permuted = permuted_by_sorting(X[:, 0], Y[:, 0], orders)
+        elif groups is not None and n > _FULL_ROWS:
+            unions = random_unions(blocks, _UNION_ROWS, rng)
+            statistic, permuted = blockwise_distance_correlation(X, Y, unions, orders)
+        else:
+            statistic, permuted = permuted_distance_correlation(X, Y, orders)
+        p_value = _p_values(statistic, permuted)
+        if groups is not None:
+            local, local_permuted = local_statistics(X, Y, blocks, orders)
+            statistics = np.vstack(
+                [np.r_[statistic, local], np.column_stack([permuted, local_permuted])]
+            )
+            strongest = _largest_standardized(statistics)
+            p_value = _p_values(strongest[0], strongest[1:])
+        if self.metric == "dcor":
+            statistic, permuted = np.sqrt(statistic), np.sqrt(permuted)
+        return float(statistic), float(p_value), float(permuted.mean())
 
     def __call__(self, estimator, X, y=None):
         """Scorer protocol: ``-score(estimator.transform(X))``, higher is more independent.
@@ -536,13 +589,16 @@ class DependenceScorer(BaseEstimator):
             dependence = np.maximum(dependence, _linear_held_out(train, held_out))
         return dependence
 
+    def _critic_params(self, exact):
+        """The critic's options: the defaults, a test's (``exact``), the user's."""
+        return {**_CRITIC_DEFAULTS, **(_TEST_CRITIC if exact else {}), **(self.critic_params or {})}
+
     def _trained_critic(self, Z, rng, device, groups, exact=False):
         """An :class:`ADMCritic` trained on part of the rows of ``Z``, those rows, the other
         rows (tensors on ``device``) and their indices (None for a streamed array). With too
         few rows to hold some out, the same rows serve both, unless ``exact``: a test needs
         rows the critic never saw, and trains it longer."""
-        test = _TEST_CRITIC if exact else {}
-        params = {**_CRITIC_DEFAULTS, **test, **(self.critic_params or {})}
+        params = self._critic_params(exact)
         seed = int(rng.randint(np.iinfo(np.int32).max))
         if isinstance(Z, ChunkedArray):
             train, held_out = _streamed_split(Z, params["validation_fraction"], seed, device)
