@@ -58,6 +58,17 @@ def cross_fitted_residuals(A, Z, folds, random_state):
     return residuals
 
 
+def locally_scaled(R, Z, folds, random_state):
+    """The residuals ``R`` divided by their scale given ``Z``: the square root of a
+    cross-fitted prediction of ``R**2`` from ``Z`` (:func:`cross_fitted_residuals`), at least
+    a twentieth of the mean square. Under the null this keeps X and Y independent given Z
+    (it is a function of each and of Z), and it removes the part of their dependence on Z
+    that is a scale."""
+    squares = R**2
+    scale = squares - cross_fitted_residuals(squares, Z, folds, random_state)
+    return R / np.sqrt(np.maximum(scale, squares.mean(axis=0) / 20))
+
+
 def smooth_regression(Z, A, random_state):
     """A predictor of each column of ``A`` from ``Z``: ridge regression on Gaussian-kernel
     features of the standardised ``Z`` (Nystroem's, on at most ``LANDMARKS`` rows), its

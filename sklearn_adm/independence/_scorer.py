@@ -27,6 +27,7 @@ from ._conditional import (
     linear_within,
     local_cells,
     local_statistics,
+    locally_scaled,
     random_unions,
 )
 from ._distance import (
@@ -490,6 +491,8 @@ class DependenceScorer(BaseEstimator):
             block_rows = BLOCK_ROWS if self.metric != "adm" else round(BLOCK_ROWS / held_out)
             groups, blocks = local_cells(Z, folds, seed, block_rows)
             residuals = cross_fitted_residuals(np.hstack([X, Y]), Z, folds, seed)
+            if self.metric == "adm":  # its critic reads Z: Z's scale of the residuals goes
+                residuals = locally_scaled(residuals, Z, folds, seed)
             X, Y = residuals[:, : X.shape[1]], residuals[:, X.shape[1] :]
             X, Y = linear_within(X, Z, groups), centred_within(Y, groups)
         XY, rng, device = self._prepare(np.hstack([X, Y]), rng)  # every statistic is invariant
@@ -523,6 +526,15 @@ class DependenceScorer(BaseEstimator):
         near_observed, near_permuted = _neighbour_null(
             critic, train[reference], held_out, split, np.concatenate(orders)
         )
+        if groups is not None:
+            # Z is read, not predicted: how well Y's residual predicts Z (through a scale
+            # that Z drives) rests on Z's small differences within a group, which the
+            # permutations do not keep (design/conditional-test)
+            read = np.arange(XY.shape[1])
+            read = (read >= X.shape[1]) & (read < split)
+            observed, permuted = observed[~read], permuted[:, ~read]
+            read = np.r_[read[:split], read[:split], read[split:], read[split:]]
+            near_observed, near_permuted = near_observed[~read], near_permuted[:, ~read]
         observed, permuted = np.r_[observed, near_observed], np.hstack([permuted, near_permuted])
         if groups is not None:  # and the distance test's local statistics, on the same rows
             local, local_permuted = local_statistics(
