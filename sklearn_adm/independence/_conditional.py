@@ -37,6 +37,9 @@ GROUP_ROWS = 8
 #: rows found 0.80 of draws of a variance of Y that depends on X only where Z > 0 at 600
 #: rows, 64 found 1.00; 128 found 0.70 of the cosine relation above, 64 1.00
 BLOCK_ROWS = 64
+#: least predicted square of a residual, as a share of the mean square: a prediction near 0
+#: (a poor fit where few rows are) would blow that residual up
+SCALE_FLOOR = 0.05
 #: kernel widths tried for the regressions on Z, per standardised column of Z
 BANDWIDTHS = (0.1, 0.2, 0.35, 0.6, 1.0, 2.0)
 #: rows whose kernel columns are the regressions' features (Nystroem's components)
@@ -61,12 +64,12 @@ def cross_fitted_residuals(A, Z, folds, random_state):
 def locally_scaled(R, Z, folds, random_state):
     """The residuals ``R`` divided by their scale given ``Z``: the square root of a
     cross-fitted prediction of ``R**2`` from ``Z`` (:func:`cross_fitted_residuals`), at least
-    a twentieth of the mean square. Under the null this keeps X and Y independent given Z
+    ``SCALE_FLOOR`` times the mean square. Under the null this keeps X and Y independent given Z
     (it is a function of each and of Z), and it removes the part of their dependence on Z
     that is a scale."""
     squares = R**2
     scale = squares - cross_fitted_residuals(squares, Z, folds, random_state)
-    return R / np.sqrt(np.maximum(scale, squares.mean(axis=0) / 20))
+    return R / np.sqrt(np.maximum(scale, SCALE_FLOOR * squares.mean(axis=0)))
 
 
 def smooth_regression(Z, A, random_state):
