@@ -26,7 +26,7 @@ alike.
 
 import numpy as np
 from sklearn.cluster import KMeans
-from sklearn.preprocessing import StandardScaler
+from sklearn.preprocessing import StandardScaler, scale
 from threadpoolctl import threadpool_limits
 
 from ._distance import blockwise_distance_correlation
@@ -191,16 +191,10 @@ def local_statistics(X, Y, blocks, orders):
     Y within each block of nearly equal Z, averaged over the blocks; and the same of their
     magnitudes (each column standardised, then its absolute value), which sees a variance
     of Y that X drives in some blocks only. Cost ``O(n BLOCK_ROWS)`` per permutation."""
-    magnitudes = [np.abs(_standardized(A)) for A in (X, Y)]
+    magnitudes = [np.abs(scale(A)) for A in (X, Y)]  # a constant column: zeros
     local = blockwise_distance_correlation(X, Y, blocks, orders)
     size = blockwise_distance_correlation(*magnitudes, blocks, orders)
     return np.r_[local[0], size[0]], np.c_[local[1], size[1]]
-
-
-def _standardized(A):
-    """Columns of mean 0 and variance 1 (a constant column: zeros)."""
-    scale = A.std(axis=0)
-    return (A - A.mean(axis=0)) / np.where(scale > 0, scale, 1.0)
 
 
 def random_unions(blocks, rows, rng):
