@@ -241,12 +241,27 @@ def _double_centred_distances(A):
     """The double-centred Euclidean distances between the rows of ``A``, ``(n, n)``."""
     from scipy.spatial.distance import cdist
 
-    distances = cdist(A, A)
-    row_means = distances.mean(axis=1)
-    distances -= row_means[:, None]
-    distances -= row_means[None, :]
-    distances += row_means.mean()
-    return distances
+    return _double_centred(cdist(A, A))
+
+
+def _double_centred_gaussian(A):
+    """The double-centred Gaussian kernel ``exp(-|a_i - a_k|^2 / m)`` of the rows of ``A``,
+    ``(n, n)``, ``m`` the median squared distance between two of them (the median
+    heuristic)."""
+    from scipy.spatial.distance import cdist
+
+    squares = cdist(A, A, "sqeuclidean")
+    width = np.median(squares[np.triu_indices(len(A), 1)])
+    return _double_centred(np.exp(-squares / width) if width > 0 else np.zeros_like(squares))
+
+
+def _double_centred(matrix):
+    """``matrix`` less its row and column means, plus its mean: ``H matrix H``, in place."""
+    row_means = matrix.mean(axis=1)
+    matrix -= row_means[:, None]
+    matrix -= row_means[None, :]
+    matrix += row_means.mean()
+    return matrix
 
 
 @numba.njit(inline="always", fastmath=True)
@@ -327,9 +342,10 @@ def distance_correlation_pairwise(Z, *, squared=False, block_rows=None):
     return squared_dcor if squared else np.sqrt(squared_dcor)
 
 
-def blockwise_distance_correlation(X, Y, blocks, orders):
+def blockwise_distance_correlation(X, Y, blocks, orders, kernel="distance"):
     """The squared distance correlation of ``X`` and ``Y`` within each block of rows,
-    averaged over the blocks, and the same with ``Y``'s rows in each of ``orders``.
+    averaged over the blocks, and the same with ``Y``'s rows in each of ``orders``; or, with
+    ``kernel="gaussian"``, the same correlation of Gaussian kernels.
 
     Parameters
     ----------
@@ -339,6 +355,11 @@ def blockwise_distance_correlation(X, Y, blocks, orders):
     orders : ndarray of int of shape (n_permutations, n_samples)
         Row ``orders[c, i]`` of ``Y`` takes the place of row ``i``; every row stays in its
         block.
+    kernel : {"distance", "gaussian"}, default="distance"
+        Which double-centred matrices of each block are correlated: the distances (the
+        squared distance correlation) or a Gaussian kernel of the distances, its width the
+        block's median distance (the normalised HSIC of Gretton et al. 2005, which sees an
+        oscillating relation that the distances, nearly linear over a block, miss).
 
     Returns
     -------
@@ -359,16 +380,17 @@ def blockwise_distance_correlation(X, Y, blocks, orders):
     observed, permuted, counted = 0.0, np.zeros(len(orders)), 0
     work = len(orders) * sum(len(rows) ** 2 for rows in block_rows)
     serial, parallel = _permuted_cross_sums_serial, _permuted_cross_sums
-    with _numba_kernel(work, serial, parallel) as kernel:
+    centred = {"distance": _double_centred_distances, "gaussian": _double_centred_gaussian}[kernel]
+    with _numba_kernel(work, serial, parallel) as cross_sums:
         for rows in block_rows:
-            x, y = _double_centred_distances(X[rows]), _double_centred_distances(Y[rows])
+            x, y = centred(X[rows]), centred(Y[rows])
             variance = np.sqrt(max(np.vdot(x, x), 0.0) * max(np.vdot(y, y), 0.0))
             if variance == 0:
                 continue
             position[rows] = np.arange(len(rows))
             local_orders = np.ascontiguousarray(position[orders[:, rows]])
             observed += max(np.vdot(x, y), 0.0) / variance
-            permuted += np.maximum(kernel(x, y, local_orders), 0.0) / variance
+            permuted += np.maximum(cross_sums(x, y, local_orders), 0.0) / variance
             counted += 1
     counted = max(counted, 1)
     return observed / counted, permuted / counted

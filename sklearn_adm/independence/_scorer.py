@@ -20,7 +20,6 @@ from .._runtime.device import resolve_device
 from ..nn._critic import ADMCritic, _standardize
 from ..nn._training import calibrate, calibrated_fit, train_critic
 from ._conditional import (
-    BLOCK_ROWS,
     centred_within,
     cross_fitted_residuals,
     group_permutations,
@@ -363,7 +362,8 @@ class DependenceScorer(BaseEstimator):
         With ``metric="adm"`` the critic trains once, on part of the rows (``critic_params``
         sets how), and the statistic and every permutation are read on the others, which it
         never saw: the test is exact at any sample size. For two samples it also ranks
-        nearest-neighbour predictions from the other sample. The user guide's "Testing
+        nearest-neighbour predictions from the other sample; given ``Z``, the statistics
+        within blocks of nearly equal ``Z`` instead, over all rows. The user guide's "Testing
         independence" and "Which test when" say how each test works, its level and its power.
 
         Parameters
@@ -486,15 +486,21 @@ class DependenceScorer(BaseEstimator):
             Z = Z[0]
             folds = rng.permutation(len(X)) % 2
             seed = int(rng.randint(np.iinfo(np.int32).max))
-            # the learned test's local statistics read its held-out rows only
-            held_out = self._critic_params(exact=True)["validation_fraction"]
-            block_rows = BLOCK_ROWS if self.metric != "adm" else round(BLOCK_ROWS / held_out)
-            groups, blocks = local_cells(Z, folds, seed, block_rows)
+            groups, blocks = local_cells(Z, folds, seed)
             residuals = cross_fitted_residuals(np.hstack([X, Y]), Z, folds, seed)
+            split = X.shape[1]
+
+            def within(residuals):
+                return np.hstack(
+                    [
+                        linear_within(residuals[:, :split], Z, groups),
+                        centred_within(residuals[:, split:], groups),
+                    ]
+                )
+
             if self.metric == "adm":  # its critic reads Z: Z's scale of the residuals goes
-                residuals = locally_scaled(residuals, Z, folds, seed)
-            X, Y = residuals[:, : X.shape[1]], residuals[:, X.shape[1] :]
-            X, Y = linear_within(X, Z, groups), centred_within(Y, groups)
+                scaled = within(locally_scaled(residuals, Z, folds, seed))
+            X, Y = np.hsplit(within(residuals), [split])
         XY, rng, device = self._prepare(np.hstack([X, Y]), rng)  # every statistic is invariant
         X, Y = XY[:, : X.shape[1]], XY[:, X.shape[1] :]  # to the scale of X and of Y
         if self.metric in ("dcor", "dcor_sq"):
@@ -506,41 +512,48 @@ class DependenceScorer(BaseEstimator):
             return float(observed), float(_p_values(observed, permuted)), float(permuted.mean())
         split = X.shape[1]
         if groups is not None:  # the critic reads Z beside X: X's relation to Y may turn with Z
-            XY = np.hstack([X, _rescale(Z), Y])
+            scaled = _rescale(scaled)
+            XY = np.hstack([scaled[:, :split], _rescale(Z), scaled[:, split:]])
             split += Z.shape[1]
         critic, train, held_out, val_rows = self._trained_critic(XY, rng, device, None, exact=True)
-        held_out_groups = None if groups is None else groups[val_rows]
-        orders = []  # of Y's held-out rows, one per permutation
+        if groups is None:
+            orders = group_permutations(len(held_out), None, n_permutations, rng)
+        else:  # Y's rows move within groups, the held-out rows among themselves: the critic
+            # reads the held-out rows, the local statistics all of them
+            all_orders = _held_out_apart(groups, val_rows, n_permutations, rng)
+            position = np.empty(len(XY), dtype=np.intp)
+            position[val_rows] = np.arange(len(val_rows))
+            orders = position[all_orders[:, val_rows]]
+        shuffled = 0  # Y's held-out rows read in the order of each of the orders in turn
 
         def shuffle_rows_of_y(z, copies):
+            nonlocal shuffled
             q = z.shape[1] - split
-            orders.append(group_permutations(len(z), held_out_groups, copies, rng))
-            rows = torch.as_tensor(orders[-1][..., None]).to(z.device).expand(-1, -1, q)
+            order = orders[shuffled : shuffled + copies]
+            shuffled += copies
+            rows = torch.as_tensor(order[..., None]).to(z.device).expand(-1, -1, q)
             y = torch.gather(z[:, split:].expand(copies, -1, -1), 1, rows)
             return torch.cat([z[:, :split].expand(copies, -1, -1), y], dim=-1)
 
         observed, permuted, estimate, floor = _critic_null(
             critic, held_out, n_permutations, shuffle_rows_of_y
         )
-        reference = rng.permutation(len(train))[:_NEIGHBOUR_ROWS]
-        near_observed, near_permuted = _neighbour_null(
-            critic, train[reference], held_out, split, np.concatenate(orders)
-        )
-        if groups is not None:
+        if groups is None:  # the critic's nearest-neighbour statistics beside its own
+            reference = rng.permutation(len(train))[:_NEIGHBOUR_ROWS]
+            near_observed, near_permuted = _neighbour_null(
+                critic, train[reference], held_out, split, orders
+            )
+            observed = np.r_[observed, near_observed]
+            permuted = np.hstack([permuted, near_permuted])
+        else:  # the distance test's local statistics beside the critic's
             # Z is read, not predicted: how well Y's residual predicts Z (through a scale
             # that Z drives) rests on Z's small differences within a group, which the
             # permutations do not keep (design/conditional-test)
             read = np.arange(XY.shape[1])
             read = (read >= X.shape[1]) & (read < split)
-            observed, permuted = observed[~read], permuted[:, ~read]
-            read = np.r_[read[:split], read[:split], read[split:], read[split:]]
-            near_observed, near_permuted = near_observed[~read], near_permuted[:, ~read]
-        observed, permuted = np.r_[observed, near_observed], np.hstack([permuted, near_permuted])
-        if groups is not None:  # and the distance test's local statistics, on the same rows
-            local, local_permuted = local_statistics(
-                X[val_rows], Y[val_rows], blocks[val_rows], np.concatenate(orders)
-            )
-            observed, permuted = np.r_[observed, local], np.hstack([permuted, local_permuted])
+            local, local_permuted = local_statistics(X, Y, blocks, all_orders)
+            observed = np.r_[observed[~read], local]
+            permuted = np.hstack([permuted[:, ~read], local_permuted])
         strongest = _largest_standardized(np.vstack([observed, permuted]))
         p_value = float(_p_values(strongest[0], strongest[1:]))
         return float(estimate.mean()), p_value, float(floor.mean())
@@ -549,11 +562,11 @@ class DependenceScorer(BaseEstimator):
         """The distance correlation test: its statistic, p-value and permutation mean.
 
         Without Z (``groups`` None) the statistic is the squared distance correlation of X
-        and Y, permuted among all rows. Given Z, the p-value is that of the largest of three
+        and Y, permuted among all rows. Given Z, the p-value is that of the largest of four
         statistics, each standardised over the permutations (:func:`_largest_standardized`):
         that one over all rows (over random unions of blocks of about ``_UNION_ROWS`` rows
         beyond ``_FULL_ROWS`` rows of multivariate X or Y, so that the cost stays linear in
-        the rows) and the two within blocks of nearly equal Z
+        the rows) and the three within blocks of nearly equal Z
         (:func:`~sklearn_adm.independence._conditional.local_statistics`)."""
         n = len(X)
         if groups is None:  # dcor's test's permutations (of X's rows; these are Y's)
@@ -728,6 +741,17 @@ def _neighbour_null(critic, train, held_out, split, orders):
     observed = (moved * fixed).sum(axis=0)
     permuted = np.stack([(moved[order] * fixed).sum(axis=0) for order in orders])
     return observed, permuted
+
+
+def _held_out_apart(groups, held_out, n_permutations, rng):
+    """``(n_permutations, n)`` orders of the rows, each shuffling rows only within their
+    group (``groups``, a label per row) and, within it, the ``held_out`` rows (indices) only
+    among themselves: statistics of a critic that trained on the other rows are permuted
+    alike with statistics of all rows."""
+    in_held_out = np.zeros(len(groups), dtype=np.int64)
+    in_held_out[held_out] = 1
+    parts = np.unique(np.c_[groups, in_held_out], axis=0, return_inverse=True)[1]
+    return group_permutations(len(groups), parts.reshape(-1), n_permutations, rng)
 
 
 def _largest_standardized(statistics):
