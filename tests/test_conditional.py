@@ -38,12 +38,12 @@ def test_a_chain_is_dependent_and_independent_given_its_middle():
 def test_the_learned_conditional_test_finds_an_edge_and_not_a_chain():
     rng = np.random.default_rng(1)
     scorer = DependenceScorer("adm", random_state=0, critic_params={"max_iter": 500})
-    # a null: at a level of 0.06 (100 draws of this chain), two or more rejections of five
-    # draws have a chance of 0.03
+    # a null: at a level of 0.06 (100 draws of this chain), three or more rejections of
+    # five draws have a chance of 0.002; a broken level (0.5) gives them half the time
     p_values = np.array(
         [scorer.test(x, y, Z=z).pvalue for x, y, z in [chain(800, rng) for _ in range(5)]]
     )
-    assert (p_values <= 0.05).sum() <= 1
+    assert (p_values <= 0.05).sum() <= 2
     x, y, z = chain(800, rng, direct=0.4)
     result = scorer.test(x, y, Z=z)
     assert result.pvalue < 0.01 and result.statistic > result.null_mean
