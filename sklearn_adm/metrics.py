@@ -6,9 +6,9 @@ The functions live in :mod:`sklearn_adm.independence`; this module is their publ
 
 from .independence._distance import (
     distance_correlation_one_vs_rest,
-    distance_correlation_pairwise,
     permuted_distance_correlation,
 )
+from .independence._sorting import distance_correlation_pairwise
 from .independence._trees import gradient_boosting_dependence
 
 __all__ = [

@@ -50,11 +50,50 @@ def test_pairwise_matches_dcor(name, Z, squared):
     )
 
 
-def test_pairwise_blocks_do_not_change_the_result():
+def test_pairwise_block_rows_is_deprecated_and_changes_nothing():
     Z = np.random.default_rng(1).normal(size=(200, 5))
-    np.testing.assert_allclose(
-        distance_correlation_pairwise(Z, block_rows=7), distance_correlation_pairwise(Z), atol=1e-12
+    with pytest.warns(FutureWarning, match="block_rows is deprecated"):
+        blocked = distance_correlation_pairwise(Z, block_rows=7)
+    np.testing.assert_array_equal(blocked, distance_correlation_pairwise(Z))
+
+
+@pytest.mark.parametrize("n", [2, 3, 7, 70])
+def test_pairwise_by_sorting_is_dcors_naive_statistic_with_ties_and_constants(n):
+    """The sweep over sorted columns gives the V-statistic of dcor's naive algorithm to 1e-10,
+    with ties (rounded and discrete columns), a constant column and few rows."""
+    rng = np.random.default_rng(n)
+    x = rng.normal(size=n)
+    Z = np.c_[x, x**2 + 0.1 * rng.normal(size=n), np.round(x), rng.integers(0, 2, n), np.ones(n)]
+    expected = np.array(
+        [
+            [dcor.distance_correlation_sqr(Z[:, j], Z[:, k], method="naive") for k in range(5)]
+            for j in range(5)
+        ]
     )
+    expected[np.diag_indices(5)] = Z.std(axis=0) > 0
+    np.testing.assert_allclose(
+        distance_correlation_pairwise(Z, squared=True), expected, atol=1e-10, rtol=0
+    )
+
+
+def test_pairwise_at_many_rows_equals_dcors_sorting_algorithm():
+    """At 100,000 rows, with a relation whose ranks interleave, the same numbers as dcor's
+    own O(n log n) algorithm."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=100_000)
+    Z = np.c_[x, np.sin(4 * x) + rng.normal(size=100_000), rng.normal(size=100_000)]
+    result = distance_correlation_pairwise(Z, squared=True)
+    for j, k in [(0, 1), (0, 2), (1, 2)]:
+        expected = dcor.distance_correlation_sqr(Z[:, j], Z[:, k], method="avl")
+        assert result[j, k] == pytest.approx(expected, abs=1e-10)
+    assert result[0, 1] > 0.01 > 1e-4 > result[0, 2]
+
+
+def test_pairwise_rejects_what_it_cannot_measure():
+    with pytest.raises(ValueError, match="Input contains NaN"):
+        distance_correlation_pairwise(np.array([[0.0, 1.0], [np.nan, 2.0]]))
+    with pytest.raises(ValueError, match="Expected 2D array"):
+        distance_correlation_pairwise(np.arange(5.0))
 
 
 def test_dependent_feature_scores_higher_than_independent_ones():

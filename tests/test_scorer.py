@@ -383,60 +383,42 @@ def test_a_test_result_names_its_parts_in_both_forms():
     assert (statistic, p_value) == (two.statistic, two.pvalue) == (two[0], two[1])
 
 
-def test_pairwise_by_sorting_equals_the_engine(rng):
-    """dcor's O(n log n) algorithm reads the same V-statistic as the engine, to 1e-10."""
-    from sklearn_adm.independence._sorting import pairwise_by_sorting
-    from sklearn_adm.metrics import distance_correlation_pairwise
-
-    x = rng.uniform(-1, 1, size=700)
-    Z = np.c_[x, x**2, np.sin(3 * x) + rng.normal(size=700), rng.normal(size=700), np.ones(700)]
-    for squared in (False, True):
-        np.testing.assert_allclose(
-            pairwise_by_sorting(Z, squared=squared),
-            distance_correlation_pairwise(Z, squared=squared),
-            rtol=0,
-            atol=1e-10,
-        )
-
-
-def test_dcor_switches_to_sorting_where_it_is_faster(rng, monkeypatch):
-    """Few columns of many rows go to dcor's algorithm, many columns of few rows stay with the
-    engine (the cost model's crossover), and either way the numbers are the engine's."""
-    import dcor  # noqa: F401  (its import, once a process, is part of the cost model)
-
-    from sklearn_adm.independence import _scorer, _sorting
-
-    assert _sorting.sorting_is_faster_pairwise(2000, 2)
-    assert _sorting.sorting_is_faster_pairwise(8000, 32)
-    assert not _sorting.sorting_is_faster_pairwise(2000, 128)
-    assert _sorting.sorting_is_faster_permutations(5000, 200)
-    assert not _sorting.sorting_is_faster_permutations(300, 200)
-    assert _sorting.sorting_is_faster_permutations(10_000, 1)  # two 800 MB matrices
-    calls = []
-    sorting = _sorting.pairwise_by_sorting
-    monkeypatch.setattr(
-        _scorer, "pairwise_by_sorting", lambda Z, **kw: calls.append(Z.shape) or sorting(Z, **kw)
-    )
-    x = rng.uniform(-1, 1, size=3000)
-    Z = np.c_[x, np.abs(x) + 0.1 * rng.normal(size=3000)]
-    fast = DependenceScorer("dcor", max_samples=None).pairwise(Z)
-    assert calls == [(3000, 2)]
-    monkeypatch.setattr(_scorer, "sorting_is_faster_pairwise", lambda n, d: False)
-    engine = DependenceScorer("dcor", max_samples=None).pairwise(Z)
-    np.testing.assert_allclose(fast, engine, rtol=0, atol=1e-10)
-
-
-def test_two_one_dimensional_samples_are_tested_by_sorting_as_by_the_engine(rng, monkeypatch):
-    import dcor  # noqa: F401  (imported: sorting costs no import here)
-
-    from sklearn_adm.independence import _scorer
+def test_two_one_dimensional_samples_are_tested_by_sorting_as_by_the_engine(rng):
+    """Sorting and the engine's n x n matrices read the same statistic for every one of the
+    same permutations (dcor's test's, for the same seed), to 1e-10."""
+    from sklearn_adm.independence._distance import permuted_distance_correlation
+    from sklearn_adm.independence._scorer import _inverse_permutations
+    from sklearn_adm.independence._sorting import permuted_by_sorting
 
     x = rng.uniform(-1, 1, size=1500)
-    y = np.cos(4 * x) + rng.normal(size=1500)
+    y = np.round(np.cos(4 * x) + rng.normal(size=1500), 1)  # ties in y
+    orders = list(_inverse_permutations(1500, 49, np.random.RandomState(0)))
+    assert [len(block) for block in orders] == [16, 16, 16, 1]
+    fast, fast_permuted = permuted_by_sorting(x, y, iter(orders))
+    engine, engine_permuted = permuted_distance_correlation(
+        x[:, None], y[:, None], np.concatenate(orders)
+    )
+    assert fast == pytest.approx(engine, abs=1e-10)
+    np.testing.assert_allclose(fast_permuted, engine_permuted, rtol=0, atol=1e-10)
+    result = DependenceScorer("dcor", max_samples=None, random_state=0).test(x, y, 49)
+    assert result.pvalue == 0.02 and result.method == "permutation"  # 1 / (49 + 1)
+    assert result.null_mean == pytest.approx(np.sqrt(engine_permuted).mean(), abs=1e-10)
+
+
+def test_multivariate_samples_beyond_the_engine_rows_are_projected(rng, monkeypatch):
+    """Beyond the rows where the two n x n matrices would pass 1 GiB, the multivariate test
+    reads random one-dimensional projections by sorting: memory linear in the rows, the
+    level kept and a dependence of one column on another's square found."""
+    from sklearn_adm.independence import _scorer
+
+    monkeypatch.setattr(_scorer, "_ENGINE_ROWS", 300)  # the same path, on small data
+    X, Y = rng.normal(size=(800, 3)), rng.normal(size=(800, 2))
     scorer = DependenceScorer("dcor", max_samples=None, random_state=0)
-    fast = scorer.test(x, y, n_permutations=49)
-    monkeypatch.setattr(_scorer, "sorting_is_faster_permutations", lambda n, count: False)
-    engine = scorer.test(x, y, n_permutations=49)
-    assert fast.statistic == pytest.approx(engine.statistic, abs=1e-10)
-    assert fast.pvalue == engine.pvalue == 0.02  # 1 / (49 + 1)
-    assert fast.null_mean == pytest.approx(engine.null_mean, abs=1e-10)
+    null = scorer.test(X, Y, n_permutations=99)
+    assert null.method == "permutation, random projections"
+    assert null.pvalue > 0.05 and 0 < null.statistic < 0.2
+    Y[:, 1] += X[:, 2] ** 2
+    found = scorer.test(X, Y, n_permutations=99)
+    assert found.pvalue == 0.01 and found.statistic > 2 * found.null_mean
+    small = DependenceScorer("dcor", max_samples=None, random_state=0).test(X[:200], Y[:200])
+    assert small.method == "permutation"  # below the rows: the full statistic

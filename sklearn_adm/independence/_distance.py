@@ -13,9 +13,7 @@ the ``n x n`` matrices: with row sums ``a_i.``, ``b_i.`` and totals ``a_..``, ``
 so one pass over the row pairs accumulates everything (:func:`_one_vs_rest_sums`), in memory
 ``O(n d)`` and time ``O(n^2 d)``, parallel over rows.
 
-Pairwise. For 1-D features the same identity turns ``sum_ik a^j_ik a^l_ik`` for all pairs
-``(j, l)`` into one matrix product of the stacked distance rows, done in blocks of rows
-(:func:`_pairwise_sums`): time ``O(n^2 d^2)`` in BLAS, memory ``O(block n d)``.
+Pairwise: :mod:`sklearn_adm.independence._sorting`, in ``O(n log n)`` a pair.
 
 Permutations of two samples. With ``A`` and ``B`` the double-centred distances of ``X`` and
 ``Y``, ``Y``'s rows in the order ``o`` give ``dCov^2 = sum_ik A_ik B_(o_i)(o_k) / n^2``: both
@@ -34,7 +32,6 @@ from .._runtime.threads import FitThreads
 __all__ = [
     "blockwise_distance_correlation",
     "distance_correlation_one_vs_rest",
-    "distance_correlation_pairwise",
     "permuted_distance_correlation",
 ]
 
@@ -294,52 +291,6 @@ def _permuted_cross_sums_serial(fixed, moved, orders):
     for c in range(len(orders)):
         sums[c] = _permuted_cross_sum(fixed, moved, orders[c])
     return sums
-
-
-def distance_correlation_pairwise(Z, *, squared=False, block_rows=None):
-    """Distance correlation of every pair of columns of ``Z``.
-
-    Parameters
-    ----------
-    Z : array-like of shape (n_samples, n_features)
-    squared : bool, default=False
-        Return squared distance correlations.
-    block_rows : int or None, default=None
-        Rows of distances held at once; None keeps each block near 64 MB.
-
-    Returns
-    -------
-    ndarray of shape (n_features, n_features)
-        Symmetric, ``dcor.distance_correlation(Z[:, j], Z[:, l])`` at ``(j, l)``; 1 on the
-        diagonal except for constant columns, whose row and column are 0.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sklearn_adm.metrics import distance_correlation_pairwise
-    >>> x = np.linspace(-1, 1, 200)
-    >>> distance_correlation_pairwise(np.c_[x, x**2]).round(3)
-    array([[1.   , 0.491],
-           [0.491, 1.   ]])
-    """
-    Z = np.ascontiguousarray(Z, dtype=np.float64)
-    n, d = Z.shape
-    if block_rows is None:
-        block_rows = max(1, int(64e6 / 8 / max(n * d, 1)))
-    cross = np.zeros((d, d))
-    row_sums = np.empty((n, d))
-    for start in range(0, n, block_rows):
-        rows = Z[start : start + block_rows]
-        distances = np.abs(rows[:, None, :] - Z[None, :, :])  # (block, n, d)
-        row_sums[start : start + len(rows)] = distances.sum(axis=1)
-        flat = distances.reshape(-1, d)
-        cross += flat.T @ flat
-    centred = cross - 2.0 / n * (row_sums.T @ row_sums)
-    totals = row_sums.sum(axis=0)
-    centred += np.outer(totals, totals) / n**2
-    variances = np.diag(centred)
-    squared_dcor = _ratio(centred, variances[:, None], variances[None, :])
-    return squared_dcor if squared else np.sqrt(squared_dcor)
 
 
 def blockwise_distance_correlation(X, Y, blocks, orders, kernel="distance"):

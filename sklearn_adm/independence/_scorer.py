@@ -33,16 +33,10 @@ from ._distance import (
     _one_vs_rest_of_each,
     blockwise_distance_correlation,
     distance_correlation_one_vs_rest,
-    distance_correlation_pairwise,
     permuted_distance_correlation,
 )
 from ._neighbours import neighbour_predictions
-from ._sorting import (
-    pairwise_by_sorting,
-    permuted_by_sorting,
-    sorting_is_faster_pairwise,
-    sorting_is_faster_permutations,
-)
+from ._sorting import distance_correlation_pairwise, permuted_by_sorting
 from ._trees import gradient_boosting_dependence
 
 #: Options of the learned metric, and their defaults.
@@ -69,6 +63,12 @@ _NEIGHBOUR_ROWS = 4096
 #: over random unions of blocks of about ``_UNION_ROWS`` rows, at a cost linear in the rows
 _FULL_ROWS = 4096
 _UNION_ROWS = 1024
+#: rows beyond which the multivariate distance test's two n x n matrices (1 GiB at 8,192
+#: rows) give way to random projections tested by sorting, in memory linear in the rows
+_ENGINE_ROWS = 8192
+#: random directions of each sample there: the projected statistic's power approaches the
+#: full statistic's at the rows where it is used (doc/design/dcor-one-dimensional.md)
+_PROJECTIONS = 32
 #: rows of an out-of-core array up to which the learned estimate reads them into memory
 _IN_MEMORY_ROWS = 65_536
 #: training rows of such an array, at most, that the linear floor is fitted on
@@ -91,6 +91,12 @@ class DependenceTestResult:
         to independent data of the same marginals and size.
     n_permutations : int
         Permutations drawn.
+    method : str
+        How the p-value was found: ``"permutation"`` (Y's rows, or each column, shuffled
+        among all rows), ``"permutation, random projections"`` (the multivariate distance
+        test beyond ``8,192`` rows: the statistic over random one-dimensional projections of X
+        and Y, in memory linear in the rows) or ``"local permutation"`` (given Z: Y's rows
+        shuffled within groups of nearly equal Z).
 
     Unpacking and indexing give ``pvalue, null_mean`` for ``test(Z)`` and ``statistic,
     pvalue`` for ``test(X, Y)``, the tuples of earlier versions; read the attributes by name
@@ -102,6 +108,7 @@ class DependenceTestResult:
     null_mean: object
     n_permutations: int
     two_sample: bool = field(default=False, repr=False)
+    method: str = "permutation"
 
     def _legacy(self):
         if self.two_sample:
@@ -323,10 +330,7 @@ class DependenceScorer(BaseEstimator):
     def _pairwise(self, Z):
         Z, rng, device = self._prepare(Z)
         if self.metric in ("dcor", "dcor_sq"):
-            pairwise = distance_correlation_pairwise  # O(n^2) products, shared by the pairs
-            if sorting_is_faster_pairwise(*Z.shape):
-                pairwise = pairwise_by_sorting  # O(n log n) a pair
-            return pairwise(Z, squared=self.metric == "dcor_sq")
+            return distance_correlation_pairwise(Z, squared=self.metric == "dcor_sq")
         if self.metric == "pearson":
             return np.abs(_correlation(Z))
         d = Z.shape[1]
@@ -435,8 +439,8 @@ class DependenceScorer(BaseEstimator):
                 _labelled(floor, names, "null_mean"),
                 n_permutations,
             )
-        statistic, p_value, null_mean = self._test_samples(X, Y, n_permutations, Z)
-        return DependenceTestResult(statistic, p_value, null_mean, n_permutations, True)
+        statistic, p_value, null_mean, method = self._test_samples(X, Y, n_permutations, Z)
+        return DependenceTestResult(statistic, p_value, null_mean, n_permutations, True, method)
 
     def _test_columns(self, Z, n_permutations):
         Z, rng, device = self._prepare(Z, stream=self.metric == "adm")
@@ -503,13 +507,20 @@ class DependenceScorer(BaseEstimator):
             X, Y = np.hsplit(within(residuals), [split])
         XY, rng, device = self._prepare(np.hstack([X, Y]), rng)  # every statistic is invariant
         X, Y = XY[:, : X.shape[1]], XY[:, X.shape[1] :]  # to the scale of X and of Y
+        method = "permutation" if groups is None else "local permutation"
         if self.metric in ("dcor", "dcor_sq"):
-            return self._distance_test(X, Y, groups, blocks, n_permutations, rng)
+            paired = X.shape[1] == Y.shape[1] == 1  # one-dimensional: by sorting
+            if groups is None and not paired and len(X) > _ENGINE_ROWS:
+                X, Y, paired = _projected(X, rng), _projected(Y, rng), True
+                method = "permutation, random projections"
+            test = self._distance_test(X, Y, groups, blocks, n_permutations, rng, paired)
+            return *test, method
         if self.metric == "pearson":
             observed = _canonical_correlation(X, Y)
             orders = group_permutations(len(Y), groups, n_permutations, rng)
             permuted = np.array([_canonical_correlation(X, Y[order]) for order in orders])
-            return float(observed), float(_p_values(observed, permuted)), float(permuted.mean())
+            p_value = _p_values(observed, permuted)
+            return float(observed), float(p_value), float(permuted.mean()), method
         split = X.shape[1]
         if groups is not None:  # the critic reads Z beside X: X's relation to Y may turn with Z
             scaled = _rescale(scaled)
@@ -556,13 +567,14 @@ class DependenceScorer(BaseEstimator):
             permuted = np.hstack([permuted[:, ~read], local_permuted])
         strongest = _largest_standardized(np.vstack([observed, permuted]))
         p_value = float(_p_values(strongest[0], strongest[1:]))
-        return float(estimate.mean()), p_value, float(floor.mean())
+        return float(estimate.mean()), p_value, float(floor.mean()), method
 
-    def _distance_test(self, X, Y, groups, blocks, n_permutations, rng):
+    def _distance_test(self, X, Y, groups, blocks, n_permutations, rng, paired):
         """The distance correlation test: its statistic, p-value and permutation mean.
 
         Without Z (``groups`` None) the statistic is the squared distance correlation of X
-        and Y, permuted among all rows. Given Z, the p-value is that of the largest of four
+        and Y, permuted among all rows; for ``paired`` columns, that of each column of X
+        with the same column of Y, by sorting (:func:`permuted_by_sorting`). Given Z, the p-value is that of the largest of four
         statistics, each standardised over the permutations (:func:`_largest_standardized`):
         that one over all rows (over random unions of blocks of about ``_UNION_ROWS`` rows
         beyond ``_FULL_ROWS`` rows of multivariate X or Y, so that the cost stays linear in
@@ -570,11 +582,15 @@ class DependenceScorer(BaseEstimator):
         (:func:`~sklearn_adm.independence._conditional.local_statistics`)."""
         n = len(X)
         if groups is None:  # dcor's test's permutations (of X's rows; these are Y's)
-            orders = np.array([np.argsort(rng.permutation(n)) for _ in range(n_permutations)])
+            orders = _inverse_permutations(n, n_permutations, rng)
+            if paired:  # drawn as read: O(n) memory at any n
+                statistic, permuted = permuted_by_sorting(X, Y, orders)
+                return self._distance_result(statistic, permuted, _p_values(statistic, permuted))
+            orders = np.concatenate(list(orders))
         else:
             orders = group_permutations(n, groups, n_permutations, rng)
-        if X.shape[1] == Y.shape[1] == 1 and sorting_is_faster_permutations(n, len(orders)):
-            statistic, permuted = permuted_by_sorting(X[:, 0], Y[:, 0], orders)
+        if paired:
+            statistic, permuted = permuted_by_sorting(X, Y, orders)
         elif groups is not None and n > _FULL_ROWS:
             unions = random_unions(blocks, _UNION_ROWS, rng)
             statistic, permuted = blockwise_distance_correlation(X, Y, unions, orders)
@@ -588,6 +604,11 @@ class DependenceScorer(BaseEstimator):
             )
             strongest = _largest_standardized(statistics)
             p_value = _p_values(strongest[0], strongest[1:])
+        return self._distance_result(statistic, permuted, p_value)
+
+    def _distance_result(self, statistic, permuted, p_value):
+        """The distance test's statistic, p-value and permutation mean, from the squared
+        statistics."""
         if self.metric == "dcor":
             statistic, permuted = np.sqrt(statistic), np.sqrt(permuted)
         return float(statistic), float(p_value), float(permuted.mean())
@@ -743,6 +764,19 @@ def _neighbour_null(critic, train, held_out, split, orders):
     return observed, permuted
 
 
+#: permutations drawn at a time by :func:`_inverse_permutations`
+_PERMUTATION_BLOCK = 16
+
+
+def _inverse_permutations(n, n_permutations, rng):
+    """Blocks of at most ``_PERMUTATION_BLOCK`` orders ``(block, n)``, each the inverse of
+    ``rng.permutation(n)``, drawn as they are read: the permutations of dcor's test for the
+    same seed."""
+    for start in range(0, n_permutations, _PERMUTATION_BLOCK):
+        count = min(_PERMUTATION_BLOCK, n_permutations - start)
+        yield np.array([np.argsort(rng.permutation(n)) for _ in range(count)])
+
+
 def _held_out_apart(groups, held_out, n_permutations, rng):
     """``(n_permutations, n)`` orders of the rows, each shuffling rows only within their
     group (``groups``, a label per row) and, within it, the ``held_out`` rows (indices) only
@@ -831,6 +865,17 @@ def _rescale(Z):
     Z = Z / magnitude(Z)
     Z = Z - Z.mean(axis=0)
     return Z / magnitude(Z)
+
+
+def _projected(A, rng):
+    """``A`` ``(n, p)`` on ``_PROJECTIONS`` directions drawn uniformly on the sphere, one a
+    column (a one-column ``A`` is repeated: its only direction): the test of Huang & Huo
+    (2017), whose mean of one-dimensional distance covariances is, in expectation over the
+    directions, the full statistic up to a constant."""
+    if A.shape[1] == 1:
+        return np.repeat(A, _PROJECTIONS, axis=1)
+    directions = rng.standard_normal((A.shape[1], _PROJECTIONS))
+    return A @ (directions / np.linalg.norm(directions, axis=0))
 
 
 def _shuffle_columns(Z, rng):

@@ -1,79 +1,302 @@
-"""Distance correlation of one-dimensional columns in O(n log n), by ``dcor``'s sorting
-algorithm (``method="avl"``; Huo & Székely 2016), and the cost model that says when it beats
-the engine of :mod:`sklearn_adm.independence._distance`, whose cost grows as ``n^2``
-(measured in ``doc/design/dcor-one-dimensional.md``)."""
+"""Exact distance correlation of one-dimensional columns in ``O(n log n)`` time and ``O(n)``
+memory a column: every pair of columns, and the permutations of a two-sample test.
 
-import math
-import sys
+For 1-D ``x`` and ``y`` the V-statistic is ``n^2 dCov^2 = S - (2/n) sum_i a_i b_i +
+sum_i a_i sum_i b_i / n^2``, with the row sums ``a_i = sum_k |x_i - x_k|`` and ``b_i`` of ``y``,
+and the cross sum ``S = sum_ik |x_i - x_k||y_i - y_k|``. With ``sigma_ik`` the product of the
+signs of ``rank(x_i) - rank(x_k)`` and ``rank(y_i) - rank(y_k)`` (ranks with ties broken by
+row: a tied pair adds 0 whatever its sign), ``S = 2 sum_i x_i (y_i K_i - W_i)``,
+``K_i = sum_k sigma_ik`` and ``W_i = sum_k sigma_ik y_k``. Counting, for each row, the rows
+below it in both orders (``c_i``) and the sum of their ``y`` (``s_i``) gives the four quadrants,
+and::
 
+    S / 2 = 4 D + 2 E + n sum x y - 2 sum x y p - 2 sum x y r - sum x sum y + 2 sum x P,
+
+with ``p`` and ``r`` the ranks of ``x`` and ``y``, ``P_i`` the sum of the ``y`` ranked below
+``y_i``, ``D = sum_i x_i (y_i c_i - s_i)`` and ``E = sum_i x_i`` times the sum of the ``y`` of
+the rows ranked below ``x_i``. One sweep in ``x``'s order computes all of it
+(:func:`_covariance`), ``c`` and ``s`` with a Fenwick tree over ``y``'s ranks, and ``a`` and
+``b`` from the prefix sums of the sorted columns (``a_i = x_i (2 p_i - n) - 2 X_i + sum x``,
+``X_i`` the sum of the ``x`` below ``x_i``). Sorting each column once serves all its pairs,
+and the pairs (or a test's permutations) run in parallel. dcor's ``method="avl"`` (Huo &
+Székely 2016) computes the same statistic and sorts both columns at every call.
+"""
+
+from concurrent.futures import ThreadPoolExecutor
+
+import itertools
+import warnings
+
+import numba
 import numpy as np
+from sklearn.utils.validation import check_array
 
-#: the pairwise engine's seconds per n^2 (2 cores): a fixed part, a part per column (its
-#: distances, shared by its pairs) and a part per pair (the products)
-_ENGINE_FIXED_S = 1.5e-8
-_ENGINE_COLUMN_S = 2e-9
-_ENGINE_PAIR_S = 4.5e-11
-#: seconds per n^2 of one permutation of the two-sample engine
-_ENGINE_PERMUTATION_S = 1.3e-9
-#: seconds per n log2(n) of one distance correlation by dcor's sorting algorithm
-_SORTING_S = 6.3e-8
-#: seconds of a process's first ``import dcor``, which compiles its numba kernels
-_DCOR_IMPORT_S = 4.5
-#: bytes of the two-sample engine's two ``n x n`` matrices beyond which sorting is used
-_ENGINE_MEMORY = 2**30
+from .._runtime.threads import FitThreads
+from ._distance import _numba_kernel, _ratio
+
+__all__ = ["distance_correlation_pairwise", "permuted_by_sorting"]
 
 
-def _sorting_cost(n, calls):
-    """Seconds of ``calls`` distance correlations of ``n`` rows by sorting, with dcor's
-    import where this process has not paid it yet."""
-    first = 0.0 if "dcor" in sys.modules else _DCOR_IMPORT_S
-    return first + calls * _SORTING_S * n * math.log2(max(n, 2))
+
+@numba.njit(inline="always")
+def _tree_sums(tree, index):
+    """Sums of the first ``index`` entries of a Fenwick tree of (count, sum) pairs."""
+    count, total = 0.0, 0.0
+    while index > 0:
+        count += tree[index, 0]
+        total += tree[index, 1]
+        index -= index & -index
+    return count, total
 
 
-def sorting_is_faster_pairwise(n, d):
-    """Whether dcor's algorithm, pair by pair, beats the pairwise engine for ``d`` columns
-    of ``n`` rows."""
-    pairs = d * (d - 1) / 2
-    engine = n * n * (_ENGINE_FIXED_S + _ENGINE_COLUMN_S * d + _ENGINE_PAIR_S * pairs)
-    return _sorting_cost(n, pairs) < engine
+@numba.njit(inline="always")
+def _tree_add(tree, index, value, size):
+    """Add one row of ``value`` at 0-based ``index`` of a Fenwick tree of ``size`` entries."""
+    index += 1
+    while index <= size:
+        tree[index, 0] += 1.0
+        tree[index, 1] += value
+        index += index & -index
 
 
-def sorting_is_faster_permutations(n, n_permutations):
-    """Whether dcor's algorithm, permutation by permutation, beats the two-sample engine for
-    two one-dimensional samples of ``n`` rows; always where the engine's two ``n x n``
-    matrices would take more than ``_ENGINE_MEMORY``."""
-    if 16 * n * n > _ENGINE_MEMORY:
-        return True
-    engine = n_permutations * _ENGINE_PERMUTATION_S * n * n
-    return _sorting_cost(n, n_permutations + 1) < engine
 
 
-def _squared(x, y):
-    """The squared distance correlation of two non-constant columns, by sorting."""
-    # imported here, after torch (which the scorer imports first): ``import dcor`` starts
-    # numba's OpenMP layer, on which torch would otherwise run (doc/design/threads.md)
-    import dcor
+@numba.njit(inline="always")
+def _covariance(rows, ranked, xs, x_totals, y_totals, swept, tree):
+    """``n^2 dCov^2`` of ``x`` and ``y`` (module docstring): ``xs`` is ``x`` sorted, and row
+    ``rows[p]`` of ``ranked`` holds the rank, value and ``P`` of the ``y`` paired with
+    ``xs[p]``; ``x_totals`` and ``y_totals`` are the sums of each sample and of its ``a``.
+    ``swept`` ``(n, 2)`` and ``tree`` ``(n + 1, 2)`` are work arrays."""
+    n = len(rows)
+    x_total, a_total = x_totals
+    y_total, b_total = y_totals
+    below = y_before = x_before = 0.0
+    xy = xy_p = xy_r = x_p = ab = 0.0
+    # the reads in y's rows first, in a loop of their own: their cache misses overlap
+    for p in range(n):
+        row = rows[p]
+        rank, y, y_below = ranked[row, 0], ranked[row, 1], ranked[row, 2]
+        x = xs[p]
+        below += x * y_before
+        a = x * (2 * p - n) - 2 * x_before + x_total
+        b = y * (2 * rank - n) - 2 * y_below + y_total
+        xy += x * y
+        xy_p += x * y * p
+        xy_r += x * y * rank
+        x_p += x * y_below
+        ab += a * b
+        y_before += y
+        x_before += x
+        swept[p, 0] = rank
+        swept[p, 1] = y
+    tree[:] = 0.0
+    dominated = 0.0
+    for p in range(n):
+        rank, y = int(swept[p, 0]), swept[p, 1]
+        count, total = _tree_sums(tree, rank)  # rows before p ranked below in y
+        _tree_add(tree, rank, y, n)
+        dominated += xs[p] * (y * count - total)
+    half = 4 * dominated + 2 * below + n * xy - 2 * xy_p - 2 * xy_r - x_total * y_total + 2 * x_p
+    return 2 * half - 2 / n * ab + a_total * b_total / n**2
 
-    return max(float(dcor.distance_correlation_sqr(x, y, method="avl")), 0.0)
+
+@numba.njit(cache=True)
+def _pair_jobs(columns, first, second, out, start, step):
+    order, xs, ranked, totals = columns
+    n = order.shape[1]
+    swept, tree = np.empty((n, 2)), np.empty((n + 1, 2))
+    for job in range(start, len(first), step):
+        j, k = first[job], second[job]
+        out[job] = _covariance(order[j], ranked[k], xs[j], totals[j], totals[k], swept, tree)
 
 
-def pairwise_by_sorting(Z, *, squared=False):
-    """:func:`~sklearn_adm.metrics.distance_correlation_pairwise` of ``Z``
-    ``(n_samples, n_features)``, pair by pair in ``O(n log n)`` each."""
-    Z = np.asarray(Z, dtype=np.float64)
-    varies = Z.std(axis=0) > 0  # a constant column has no dependence
-    result = np.diag(varies.astype(np.float64))
-    for j, k in zip(*np.triu_indices(Z.shape[1], k=1), strict=True):
-        if varies[j] and varies[k]:
-            result[j, k] = result[k, j] = _squared(Z[:, j], Z[:, k])
+@numba.njit(parallel=True, cache=True)
+def _pair_covariances(columns, first, second, n_threads):
+    """``n^2 dCov^2`` of every pair ``(first[q], second[q])`` of :func:`_sorted_columns`;
+    ``n_threads`` at a time."""
+    out = np.empty(len(first))
+    for thread in numba.prange(n_threads):
+        _pair_jobs(columns, first, second, out, thread, n_threads)
+    return out
+
+
+@numba.njit(cache=True)
+def _pair_covariances_serial(columns, first, second, n_threads=1):
+    """:func:`_pair_covariances` on one thread."""
+    out = np.empty(len(first))
+    _pair_jobs(columns, first, second, out, 0, 1)
+    return out
+
+
+@numba.njit(cache=True)
+def _permutation_jobs(columns, pairs, moves, out, start, step):
+    order, xs, ranked, totals = columns
+    n = order.shape[1]
+    swept, tree = np.empty((n, 2)), np.empty((n + 1, 2))
+    rows = np.empty(n, dtype=np.int64)
+    for job in range(start, len(moves) * len(pairs), step):
+        c, pair = divmod(job, len(pairs))
+        j, k = pairs[pair]
+        for p in range(n):
+            rows[p] = moves[c, order[j, p]]
+        out[c, pair] = _covariance(rows, ranked[k], xs[j], totals[j], totals[k], swept, tree)
+
+
+@numba.njit(parallel=True, cache=True)
+def _permutation_covariances(columns, pairs, moves, n_threads):
+    """``n^2 dCov^2`` of each pair ``(j, k)`` of ``pairs`` of :func:`_sorted_columns`, column
+    ``k``'s row ``moves[c, i]`` at row ``i``, ``(n_moves, n_pairs)``; ``n_threads`` at a
+    time."""
+    out = np.empty((len(moves), len(pairs)))
+    for thread in numba.prange(n_threads):
+        _permutation_jobs(columns, pairs, moves, out, thread, n_threads)
+    return out
+
+
+@numba.njit(cache=True)
+def _permutation_covariances_serial(columns, pairs, moves, n_threads=1):
+    """:func:`_permutation_covariances` on one thread."""
+    out = np.empty((len(moves), len(pairs)))
+    _permutation_jobs(columns, pairs, moves, out, 0, 1)
+    return out
+
+
+#: the sweep's cost in units of the engines' work per row (for the threads' choice)
+_SWEEP_WORK = 64
+
+
+@numba.njit(cache=True, nogil=True)
+def _describe_column(x, column_order, j, order, xs, ranked, totals, variances):
+    """Row ``j`` of each of :func:`_sorted_columns`' arrays, from the centred column ``x`` and
+    the rows in the order of its values."""
+    n = len(x)
+    x_total = x.sum()
+    below, a_total, a_squares = 0.0, 0.0, 0.0
+    for p in range(n):
+        row = column_order[p]
+        order[j, p] = row
+        xs[j, p] = x[row]
+        ranked[j, row, 0] = p
+        ranked[j, row, 1] = x[row]
+        ranked[j, row, 2] = below  # the sum of the values ranked below
+        a = x[row] * (2 * p - n) - 2 * below + x_total
+        a_total += a
+        a_squares += a * a
+        below += x[row]
+    totals[j, 0], totals[j, 1] = x_total, a_total
+    # n^2 dVar^2, with sum_ik a_ik^2 = 2 n sum x^2 - 2 (sum x)^2
+    variances[j] = 2 * n * (x @ x) - 2 * x_total**2 - 2 / n * a_squares + a_total**2 / n**2
+
+
+def _sorted_columns(Z):
+    """Each column of ``Z`` ``(n, d)`` sorted once, and what every pair reads of it:
+    ``(order, sorted, ranked, totals)``, with ``order`` ``(d, n)`` the rows by value,
+    ``sorted`` ``(d, n)`` the values in that order, ``ranked`` ``(d, n, 3)`` each row's rank,
+    value and ``P``, and ``totals`` ``(d, 2)`` the sums of each column and of its ``a``; and
+    ``n^2 dVar^2`` of each column. 36 bytes a value, and a column's copies at a time."""
+    n, d = Z.shape
+    order = np.empty((d, n), dtype=np.int32 if n < 2**31 else np.int64)
+    xs, ranked = np.empty((d, n)), np.empty((d, n, 3))
+    totals, variances = np.empty((d, 2)), np.empty(d)
+
+    def describe(j):  # numpy's sort and the kernel leave the GIL: columns in parallel
+        x = np.array(Z[:, j], dtype=np.float64)
+        x -= x.mean()  # the identities then cancel less
+        _describe_column(x, np.argsort(x), j, order, xs, ranked, totals, variances)
+
+    with FitThreads(work=n * d, follows=False) as threads:
+        with ThreadPoolExecutor(threads.n_threads) as pool:
+            list(pool.map(describe, range(d)))
+    return (order, xs, ranked, totals), variances
+
+
+def distance_correlation_pairwise(Z, *, squared=False, block_rows="deprecated"):
+    """Distance correlation of every pair of columns.
+
+    Parameters
+    ----------
+    Z : array-like of shape (n_samples, n_features)
+    squared : bool, default=False
+        Return squared distance correlations.
+    block_rows : int or None
+        Ignored. Deprecated in 0.2 and removed in 0.3: the pairs no longer form ``n x n``
+        blocks of distances.
+
+    Returns
+    -------
+    ndarray of shape (n_features, n_features)
+        Symmetric, ``dcor.distance_correlation(Z[:, j], Z[:, l])`` at ``(j, l)`` (to 1e-10);
+        1 on the diagonal except for constant columns, whose row and column are 0.
+
+    Notes
+    -----
+    Each column is sorted once; a pair then costs one sweep of ``O(n log n)`` (module
+    docstring of :mod:`sklearn_adm.independence._sorting`), and the pairs run in parallel.
+    Memory is linear in the rows: 36 bytes a value of ``Z``, and two arrays of ``n`` rows a
+    thread. On 2 cores, 64 columns of 1,000,000 rows take about 100 s and 3 GB
+    (``benchmarks/bench_large_n.py``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_adm.metrics import distance_correlation_pairwise
+    >>> x = np.linspace(-1, 1, 200)
+    >>> distance_correlation_pairwise(np.c_[x, x**2]).round(3)
+    array([[1.   , 0.491],
+           [0.491, 1.   ]])
+    """
+    if not isinstance(block_rows, str) or block_rows != "deprecated":
+        warnings.warn(
+            "block_rows is deprecated in 0.2 and will be removed in 0.3; it has no effect: "
+            "the pairs are computed by sorting, in memory linear in the rows.",
+            FutureWarning,
+            stacklevel=2,
+        )
+    Z = check_array(Z, dtype=np.float64)
+    columns, variances = _sorted_columns(Z)
+    n, d = Z.shape
+    first, second = np.triu_indices(d, k=1)
+    serial, parallel = _pair_covariances_serial, _pair_covariances
+    with _numba_kernel(n * _SWEEP_WORK, serial, parallel, calls=len(first)) as kernel:
+        covariances = kernel(columns, first, second, numba.get_num_threads())
+    result = np.diag((variances > 0).astype(np.float64))
+    result[first, second] = result[second, first] = _ratio(
+        covariances, variances[first], variances[second]
+    )
     return result if squared else np.sqrt(result)
 
 
-def permuted_by_sorting(x, y, orders):
-    """:func:`~sklearn_adm.metrics.permuted_distance_correlation` of two one-dimensional
-    samples ``x`` and ``y`` ``(n_samples,)``, in ``O(n log n)`` a permutation."""
-    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    if x.std() == 0 or y.std() == 0:  # a constant sample: no dependence to measure
-        return 0.0, np.zeros(len(orders))
-    permuted = np.array([_squared(x, y[order]) for order in orders])
-    return _squared(x, y), permuted
+def permuted_by_sorting(X, Y, orders):
+    """The squared distance correlation of the columns of ``X`` and ``Y``
+    ``(n_samples, n_pairs)`` paired one by one, and with ``Y``'s rows in each of ``orders``,
+    in ``O(n log n)`` a pair and permutation after one sort of each column, in parallel.
+
+    ``orders`` is an ``(n_permutations, n_samples)`` array, or an iterable of such blocks,
+    read one at a time (a million rows' orders take 8 MB each). With one pair the statistic
+    is the squared distance correlation (``permuted_distance_correlation``'s); with more,
+    ``sum_k dCov^2(x_k, y_k) / sum_k dVar(x_k) dVar(y_k)``, in [0, 1].
+
+    Returns
+    -------
+    observed : float
+    permuted : ndarray of shape (n_permutations,)
+    """
+    X, Y = np.asarray(X).reshape(len(X), -1), np.asarray(Y).reshape(len(Y), -1)
+    columns, variances = _sorted_columns(np.hstack([X, Y]))
+    n, count = X.shape
+    pairs = np.column_stack([np.arange(count), count + np.arange(count)])
+    blocks = [orders] if isinstance(orders, np.ndarray) else orders
+    serial, parallel = _permutation_covariances_serial, _permutation_covariances
+    with _numba_kernel(n * count * _SWEEP_WORK, serial, parallel, calls=2) as kernel:
+        threads = numba.get_num_threads()
+        covariances = np.concatenate(
+            [
+                kernel(columns, pairs, np.ascontiguousarray(moves, dtype=np.intp), threads)
+                for moves in itertools.chain([np.arange(n)[None]], blocks)
+            ]
+        ).sum(axis=1)
+    scale = np.sqrt(np.maximum(variances[:count] * variances[count:], 0.0)).sum()
+    if scale == 0:  # a constant sample: no dependence to measure
+        return 0.0, np.zeros(len(covariances) - 1)
+    statistics = np.maximum(covariances, 0.0) / scale
+    return float(statistics[0]), statistics[1:]
