@@ -574,11 +574,12 @@ class DependenceScorer(BaseEstimator):
 
         Without Z (``groups`` None) the statistic is the squared distance correlation of X
         and Y, permuted among all rows; for ``paired`` columns, that of each column of X
-        with the same column of Y, by sorting (:func:`permuted_by_sorting`). Given Z, the p-value is that of the largest of four
-        statistics, each standardised over the permutations (:func:`_largest_standardized`):
-        that one over all rows (over random unions of blocks of about ``_UNION_ROWS`` rows
-        beyond ``_FULL_ROWS`` rows of multivariate X or Y, so that the cost stays linear in
-        the rows) and the three within blocks of nearly equal Z
+        with the same column of Y, by sorting (:func:`permuted_by_sorting`). Given Z, the
+        p-value is that of the largest of four statistics, each standardised over the
+        permutations (:func:`_largest_standardized`): that one over all rows (over random
+        unions of blocks of about ``_UNION_ROWS`` rows beyond ``_FULL_ROWS`` rows of
+        multivariate X or Y, so that the cost stays linear in the rows) and the three within
+        blocks of nearly equal Z
         (:func:`~sklearn_adm.independence._conditional.local_statistics`)."""
         n = len(X)
         if groups is None:  # dcor's test's permutations (of X's rows; these are Y's)
