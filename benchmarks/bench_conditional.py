@@ -30,8 +30,9 @@ e2), ``sign`` (Y = 0.5 sign(Z) e1 + e2: the slope changes sign with Z), ``varian
 Methods: this package's ``DependenceScorer(metric).test(X, Y, Z=Z)`` with ``"dcor"`` and
 ``"adm"``; the partial correlation test (Fisher's z of the residuals of linear regressions on
 Z); causal-learn's kernel conditional independence test (KCI, Zhang et al. 2011) and its
-FastKCI (the ``bench`` extra installs causal-learn). KCI is skipped beyond 2,000 rows, where
-its n x n kernels take minutes.
+FastKCI, and its randomized tests RCIT and RCoT (Strobl et al. 2019: random Fourier
+features, for many rows; ``--methods ... rcit rcot``); the ``bench`` extra installs
+causal-learn. KCI is skipped beyond 2,000 rows, where its n x n kernels take minutes.
 """
 
 import argparse
@@ -116,7 +117,7 @@ def partial_correlation(x, y, z):
     return 2 * stats.norm.sf(abs(statistic))
 
 
-def causal_learn(name):
+def causal_learn(name, **options):
     def test(x, y, z):
         from causallearn.utils.cit import CIT
 
@@ -125,7 +126,7 @@ def causal_learn(name):
         columns = [list(range(p)), list(range(p, p + q)), list(range(p + q, data.shape[1]))]
         if p == q == 1:
             columns[:2] = [0, p]
-        return CIT(data, name)(*columns)
+        return CIT(data, name, **options)(*columns)
 
     return test
 
@@ -134,8 +135,10 @@ def method(name, seed):
     if name in ("dcor", "adm"):
         scorer = DependenceScorer(name, max_samples=None, random_state=seed)
         return lambda x, y, z: scorer.test(x, y, Z=z).pvalue
-    if name in ("kci", "fastkci"):
+    if name in ("kci", "fastkci", "rcit"):
         return causal_learn(name)
+    if name == "rcot":  # RCIT's faster variant, which leaves Z out of the test of the residuals
+        return causal_learn("rcit", rcit=False)
     return {"partial-correlation": partial_correlation}[name]
 
 
