@@ -200,6 +200,27 @@ def test_groups_hold_nearby_rows_of_one_fold():
     assert np.bincount(blocks).max() <= 128  # a value's 50 rows: one block
 
 
+def test_many_rows_of_several_columns_of_z_are_cut_at_medians(monkeypatch):
+    """Beyond KMEANS_ROWS rows a multi-column Z's cells are a k-d tree's leaves: between 0.75
+    and 1.5 times the rows asked for, each group inside one block (the same cuts, fewer of
+    them), and tight in every column."""
+    from sklearn_adm.independence import _conditional
+
+    monkeypatch.setattr(_conditional, "KMEANS_ROWS", 100)
+    rng = np.random.default_rng(0)
+    z = rng.uniform(size=(2000, 3))
+    folds = np.arange(2000) % 2
+    groups, blocks = local_cells(z, folds, 0)
+    sizes = np.bincount(groups)
+    assert 6 <= sizes.min() and sizes.max() <= 11 and 7 <= sizes.mean() <= 9
+    assert 48 <= np.bincount(blocks).min() and np.bincount(blocks).max() <= 95
+    for group in np.unique(groups):
+        rows = groups == group
+        assert len(np.unique(blocks[rows])) == 1 and len(np.unique(folds[rows])) == 1
+        assert np.ptp(z[rows], axis=0).max() < 0.5
+    assert np.mean([np.ptp(z[groups == g], axis=0).max() for g in np.unique(groups)]) < 0.25
+
+
 def test_within_group_linear_fit_removes_a_local_slope():
     rng = np.random.default_rng(0)
     z = rng.uniform(size=(40, 1))
