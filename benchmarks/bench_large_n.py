@@ -62,7 +62,9 @@ def pairwise(n, d):
         lambda: [dcor.distance_correlation_sqr(Z[:, j], Z[:, k], method="avl") for j, k in pairs]
     )
     reference_seconds *= d * (d - 1) / 2 / len(pairs)
-    difference = max(abs(result[j, k] - value) for (j, k), value in zip(pairs, reference))
+    difference = max(
+        abs(result[j, k] - value) for (j, k), value in zip(pairs, reference, strict=True)
+    )
     print(
         f"1. pairwise, {d} columns of {n:,} rows: ours {seconds:.1f} s, peak RSS {peak:.2f} GB "
         f"(the data {n * d * 8 / 2**30:.2f} GB); dcor avl {reference_seconds:.0f} s (scaled "
@@ -121,9 +123,9 @@ def two_samples(n, draws):
     rejected = {"ours": 0, "hyppo": 0}
     for draw in range(draws):
         x, y = rng.standard_t(3, size=n), rng.exponential(size=n)
-        rejected["ours"] += DependenceScorer(max_samples=None, random_state=draw).test(
-            x, y
-        ).pvalue <= 0.05
+        rejected["ours"] += (
+            DependenceScorer(max_samples=None, random_state=draw).test(x, y).pvalue <= 0.05
+        )
         rejected["hyppo"] += hyppo_dcorr(x, y, auto=True)[1] <= 0.05
     print(
         f"   level over {draws} null draws (t(3) against exponential), alpha 0.05: ours "

@@ -370,8 +370,9 @@ class DependenceScorer(BaseEstimator):
         never saw: the test is exact at any sample size. For two samples it also ranks
         nearest-neighbour predictions from the other sample and, over all rows, the
         correlation of the samples' spreads (their distances to the median); given ``Z``,
-        the statistics within blocks of nearly equal ``Z`` instead, over all rows. The user guide's "Testing
-        independence" and "Which test when" say how each test works, its level and its power.
+        the statistics within blocks of nearly equal ``Z`` instead, over all rows. The user
+        guide's "Testing independence" and "Which test when" say how each test works, its
+        level and its power.
 
         Parameters
         ----------

@@ -66,33 +66,34 @@ def _covariance(rows, ranked, xs, x_totals, y_totals, swept, tree):
     n = len(rows)
     x_total, a_total = x_totals
     y_total, b_total = y_totals
-    below = y_before = x_before = 0.0
-    xy = xy_p = xy_r = x_p = ab = 0.0
+    e_term = y_before = x_before = 0.0  # E, and the sums of y and x swept so far
+    xy = xy_p = xy_r = x_big_p = ab = 0.0  # sum x y, x y p, x y r, x P, a b
     # the reads in y's rows first, in a loop of their own: their cache misses overlap
     for p in range(n):
         row = rows[p]
         rank, y, y_below = ranked[row, 0], ranked[row, 1], ranked[row, 2]
         x = xs[p]
-        below += x * y_before
+        e_term += x * y_before
         a = x * (2 * p - n) - 2 * x_before + x_total
         b = y * (2 * rank - n) - 2 * y_below + y_total
         xy += x * y
         xy_p += x * y * p
         xy_r += x * y * rank
-        x_p += x * y_below
+        x_big_p += x * y_below
         ab += a * b
         y_before += y
         x_before += x
         swept[p, 0] = rank
         swept[p, 1] = y
     tree[:] = 0.0
-    dominated = 0.0
+    dominated = 0.0  # D
     for p in range(n):
         rank, y = int(swept[p, 0]), swept[p, 1]
         count, total = _tree_sums(tree, rank)  # rows before p ranked below in y
         _tree_add(tree, rank, y, n)
         dominated += xs[p] * (y * count - total)
-    half = 4 * dominated + 2 * below + n * xy - 2 * xy_p - 2 * xy_r - x_total * y_total + 2 * x_p
+    half = 4 * dominated + 2 * e_term + n * xy - 2 * xy_p - 2 * xy_r - x_total * y_total
+    half += 2 * x_big_p
     return 2 * half - 2 / n * ab + a_total * b_total / n**2
 
 
