@@ -184,3 +184,10 @@ def test_one_vs_rest_on_projections_estimates_the_exact_statistic():
     )
     with pytest.raises(ValueError, match="n_projections == 0, must be >= 1"):
         distance_correlation_one_vs_rest(mixed, n_projections=0)
+
+
+def test_permutations_of_samples_too_large_for_memory_are_refused():
+    """Two n x n matrices of 1,000,000 rows (16 TB): a clear error, not an allocation."""
+    x = np.zeros((1_000_000, 1))
+    with pytest.raises(ValueError, match=r"need 14901.2 GiB; .* memory linear in the rows"):
+        permuted_distance_correlation(x, x, np.zeros((1, 1_000_000), dtype=np.intp))

@@ -26,6 +26,7 @@ from numbers import Integral
 
 import numba
 import numpy as np
+import psutil
 import torch
 from sklearn.utils import check_random_state, check_scalar
 from sklearn.utils.validation import check_array
@@ -246,6 +247,13 @@ def permuted_distance_correlation(X, Y, orders):
     against 54 s).
     """
     n = len(X)
+    needed, available = 16 * n * n, psutil.virtual_memory().available
+    if needed > available:
+        raise ValueError(
+            f"The two {n} x {n} distance matrices of {n} rows need {needed / 2**30:.1f} GiB; "
+            f"{available / 2**30:.1f} GiB are available. DependenceScorer('dcor').test(X, Y) "
+            "computes in memory linear in the rows (random projections beyond 8,192 rows)."
+        )
     x, y = _double_centred_distances(X), _double_centred_distances(Y)
     # sums over the n x n matrices without temporaries of their size
     variance = np.sqrt(max(np.vdot(x, x), 0.0) * max(np.vdot(y, y), 0.0)) / n**2
