@@ -54,8 +54,11 @@ def _numba_kernel(work, serial, parallel, calls=1):
     sets the count to every core (in a Dask worker of one thread, that made the next fits run
     two threads per core, 4x slower). Small work in all, or one thread, gets the ``serial``
     kernel."""
+    if work * calls < _SERIAL_WORK:  # nothing to share out: no threads to choose (1-3 ms)
+        yield serial
+        return
     with FitThreads(work=work, follows=False) as threads:
-        if threads.n_threads == 1 or work * calls < _SERIAL_WORK:
+        if threads.n_threads == 1:
             yield serial
             return
         caller = numba.get_num_threads()
