@@ -7,8 +7,10 @@ Usage: python benchmarks/bench_power.py [--n 100 300 1000] [--dims 1 5] [--reps 
    offers, two samples and columns, drawn from several marginals (normal, uniform,
    exponential, a bimodal mixture) and from hyppo's null simulation (multimodal
    independence). It should be near 0.05: within [0.03, 0.07] over 500 tests.
-2. Power: for each of hyppo's 20 simulations (``hyppo.tools.indep_sim``, noise on), each
-   ``n`` and dimension, the share of ``reps`` draws in which each test rejects at 0.05:
+2. Power: for each of hyppo's 20 simulations (``hyppo.tools.indep_sim``, noise on) and
+   ``ring`` (a point uniform on the unit circle plus Gaussian noise of 0.8 in each
+   coordinate, x and y its two coordinates: ``--sims ring --n 1000 --dims 1``), each ``n``
+   and dimension, the share of ``reps`` draws in which each test rejects at 0.05:
    ``test(x, y)`` with ``"dcor"`` and ``"adm"``, hyppo's ``Dcorr`` and ``Hsic`` (permutation
    versions, ``auto=False``, as many permutations). Writes ``bench_power.png``: power against
    n, one panel per simulation.
@@ -76,6 +78,17 @@ def level(n_tests, n_permutations, indep_sim):
         print(f"{metric:>8} {rate:>6.3f}   {per_form}   ({seconds:.2f} s a test)", flush=True)
 
 
+def ring(n, seed, noise=0.8):
+    """A noisy ring: x and y the coordinates of a point uniform on the unit circle, each
+    plus Gaussian noise of standard deviation ``noise``."""
+    rng = np.random.default_rng(seed)
+    angle = rng.uniform(0, 2 * np.pi, n)
+    return (
+        (np.cos(angle) + noise * rng.normal(size=n))[:, None],
+        (np.sin(angle) + noise * rng.normal(size=n))[:, None],
+    )
+
+
 def noise(sim):
     """The noise on, for the simulations that have it (not the null, nor multiplicative
     noise, whose noise is the relation)."""
@@ -106,7 +119,7 @@ def power(sims, sizes, dims, reps, n_permutations, indep_sim, Dcorr, Hsic):
                 seconds = dict.fromkeys(tests, 0.0)
                 for seed in range(reps):
                     np.random.seed(seed)  # noqa: NPY002 (hyppo draws from the global generator)
-                    x, y = indep_sim(sim, n, p, **noise(sim))
+                    x, y = ring(n, seed) if sim == "ring" else indep_sim(sim, n, p, **noise(sim))
                     for name, test in tests.items():
                         start = time.perf_counter()
                         rejected[name] += test(x, y, seed) <= ALPHA
