@@ -37,9 +37,15 @@ def timed(function, *args, **kwargs):
     return result, time.perf_counter() - start
 
 
-def _pairwise_in_fresh_process(n, d, queue):
+def _columns(n, d):
+    """``d`` normal columns, the second a sine of the first plus noise."""
     Z = np.random.default_rng(0).normal(size=(n, d))
     Z[:, 1] = np.sin(3 * Z[:, 0]) + Z[:, 1]
+    return Z
+
+
+def _pairwise_in_fresh_process(n, d, queue):
+    Z = _columns(n, d)
     distance_correlation_pairwise(Z[:1000, :3])  # compiled (cached on disk)
     result, seconds = timed(distance_correlation_pairwise, Z, squared=True)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
@@ -54,8 +60,7 @@ def pairwise(n, d):
     process.start()
     result, seconds, peak = queue.get()
     process.join()
-    Z = np.random.default_rng(0).normal(size=(n, d))  # the same columns
-    Z[:, 1] = np.sin(3 * Z[:, 0]) + Z[:, 1]
+    Z = _columns(n, d)
     pairs = [(0, 1), (0, 2), (2, 3)]
     dcor.distance_correlation_sqr(Z[:100, 0], Z[:100, 1], method="avl")  # compiled
     reference, reference_seconds = timed(

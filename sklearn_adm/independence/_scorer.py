@@ -589,12 +589,11 @@ class DependenceScorer(BaseEstimator):
         blocks of nearly equal Z
         (:func:`~sklearn_adm.independence._conditional.local_statistics`)."""
         n = len(X)
-        if groups is None:  # dcor's test's permutations (of X's rows; these are Y's)
+        if groups is None:  # dcor's test's permutations (of X's rows; these are Y's), in
+            # blocks drawn as they are read: sorting keeps O(n) memory at any n
             orders = _inverse_permutations(n, n_permutations, rng)
-            if paired:  # drawn as read: O(n) memory at any n
-                statistic, permuted = permuted_by_sorting(X, Y, orders)
-                return self._distance_result(statistic, permuted, _p_values(statistic, permuted))
-            orders = np.concatenate(list(orders))
+            if not paired:
+                orders = np.concatenate(list(orders))
         else:
             orders = group_permutations(n, groups, n_permutations, rng)
         if paired:
@@ -612,11 +611,6 @@ class DependenceScorer(BaseEstimator):
             )
             strongest = _largest_standardized(statistics)
             p_value = _p_values(strongest[0], strongest[1:])
-        return self._distance_result(statistic, permuted, p_value)
-
-    def _distance_result(self, statistic, permuted, p_value):
-        """The distance test's statistic, p-value and permutation mean, from the squared
-        statistics."""
         if self.metric == "dcor":
             statistic, permuted = np.sqrt(statistic), np.sqrt(permuted)
         return float(statistic), float(p_value), float(permuted.mean())

@@ -43,6 +43,11 @@ _BLOCK_BITS = 6
 #: rows up to which one tree over all ranks (2 MB, a core's cache) is swept: at 100,000 rows
 #: it took 2.3 ms where the two-level tree took 2.7 ms
 _ONE_TREE_ROWS = 2**17
+#: the sweep's cost in units of the engines' work per row (for the threads' choice)
+_SWEEP_WORK = 64
+#: values below which the columns are sorted on the calling thread: choosing threads and
+#: starting a pool cost about 1.5 ms, the sort of 65,536 values about 2 ms
+_SERIAL_SORT = 2**16
 
 
 @numba.njit(inline="always")
@@ -132,70 +137,46 @@ def _covariance(rows, ranked, xs, x_totals, y_totals, work):
 
 
 @numba.njit(cache=True)
-def _pair_jobs(columns, first, second, out, start, step):
-    order, xs, ranked, totals = columns
-    work = _work(order.shape[1])
-    for job in range(start, len(first), step):
-        j, k = first[job], second[job]
-        out[job] = _covariance(order[j], ranked[k], xs[j], totals[j], totals[k], work)
-
-
-@numba.njit(parallel=True, cache=True)
-def _pair_covariances(columns, first, second, n_threads):
-    """``n^2 dCov^2`` of every pair ``(first[q], second[q])`` of :func:`_sorted_columns`;
-    ``n_threads`` at a time."""
-    out = np.empty(len(first))
-    for thread in numba.prange(n_threads):
-        _pair_jobs(columns, first, second, out, thread, n_threads)
-    return out
-
-
-@numba.njit(cache=True)
-def _pair_covariances_serial(columns, first, second, n_threads=1):
-    """:func:`_pair_covariances` on one thread."""
-    out = np.empty(len(first))
-    _pair_jobs(columns, first, second, out, 0, 1)
-    return out
-
-
-@numba.njit(cache=True)
-def _permutation_jobs(columns, pairs, moves, out, start, step):
+def _jobs(columns, pairs, moves, out, start, step):
+    """Every ``step``-th job from ``start`` of :func:`_covariances` into ``out``."""
     order, xs, ranked, totals = columns
     n = order.shape[1]
     work = _work(n)
-    rows = np.empty(n, dtype=np.int64)
-    for job in range(start, len(moves) * len(pairs), step):
+    moved = np.empty(n, dtype=order.dtype)
+    for job in range(start, out.size, step):
         c, pair = divmod(job, len(pairs))
         j, k = pairs[pair]
-        for p in range(n):
-            rows[p] = moves[c, order[j, p]]
+        rows = order[j]
+        if moves.shape[1]:  # y's row moves[c, i] at row i
+            for p in range(n):
+                moved[p] = moves[c, order[j, p]]
+            rows = moved
         out[c, pair] = _covariance(rows, ranked[k], xs[j], totals[j], totals[k], work)
 
 
 @numba.njit(parallel=True, cache=True)
-def _permutation_covariances(columns, pairs, moves, n_threads):
-    """``n^2 dCov^2`` of each pair ``(j, k)`` of ``pairs`` of :func:`_sorted_columns`, column
-    ``k``'s row ``moves[c, i]`` at row ``i``, ``(n_moves, n_pairs)``; ``n_threads`` at a
-    time."""
+def _covariances(columns, pairs, moves, n_threads):
+    """``n^2 dCov^2`` of each pair ``(j, k)`` of ``pairs`` of :func:`_sorted_columns`, with
+    column ``k``'s row ``moves[c, i]`` at row ``i`` for each ``c``, ``(n_moves, n_pairs)``;
+    ``moves`` of shape ``(1, 0)`` leaves the rows as they are. ``n_threads`` at a time."""
     out = np.empty((len(moves), len(pairs)))
     for thread in numba.prange(n_threads):
-        _permutation_jobs(columns, pairs, moves, out, thread, n_threads)
+        _jobs(columns, pairs, moves, out, thread, n_threads)
     return out
 
 
 @numba.njit(cache=True)
-def _permutation_covariances_serial(columns, pairs, moves, n_threads=1):
-    """:func:`_permutation_covariances` on one thread."""
+def _covariances_serial(columns, pairs, moves, n_threads=1):
+    """:func:`_covariances` on one thread."""
     out = np.empty((len(moves), len(pairs)))
-    _permutation_jobs(columns, pairs, moves, out, 0, 1)
+    _jobs(columns, pairs, moves, out, 0, 1)
     return out
 
 
-#: the sweep's cost in units of the engines' work per row (for the threads' choice)
-_SWEEP_WORK = 64
-#: values below which the columns are sorted on the calling thread: choosing threads and
-#: starting a pool cost about 1.5 ms, the sort of 65,536 values about 2 ms
-_SERIAL_SORT = 2**16
+#: ``moves`` of :func:`_covariances` that leave every row in place
+_UNMOVED = np.empty((1, 0), dtype=np.intp)
+#: the serial and the parallel kernel, for :func:`_numba_kernel` to choose from
+_KERNELS = (_covariances_serial, _covariances)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -293,9 +274,9 @@ def distance_correlation_pairwise(Z, *, squared=False, block_rows="deprecated"):
     columns, variances = _sorted_columns(Z)
     n, d = Z.shape
     first, second = np.triu_indices(d, k=1)
-    serial, parallel = _pair_covariances_serial, _pair_covariances
-    with _numba_kernel(n * _SWEEP_WORK, serial, parallel, calls=len(first)) as kernel:
-        covariances = kernel(columns, first, second, numba.get_num_threads())
+    pairs = np.column_stack([first, second])
+    with _numba_kernel(n * _SWEEP_WORK, *_KERNELS, calls=len(pairs)) as kernel:
+        covariances = kernel(columns, pairs, _UNMOVED, numba.get_num_threads())[0]
     result = np.diag((variances > 0).astype(np.float64))
     result[first, second] = result[second, first] = _ratio(
         covariances, variances[first], variances[second]
@@ -323,8 +304,7 @@ def permuted_by_sorting(X, Y, orders):
     n, count = X.shape
     pairs = np.column_stack([np.arange(count), count + np.arange(count)])
     blocks = [orders] if isinstance(orders, np.ndarray) else orders
-    serial, parallel = _permutation_covariances_serial, _permutation_covariances
-    with _numba_kernel(n * count * _SWEEP_WORK, serial, parallel, calls=2) as kernel:
+    with _numba_kernel(n * count * _SWEEP_WORK, *_KERNELS, calls=2) as kernel:
         threads = numba.get_num_threads()
         covariances = np.concatenate(
             [
@@ -364,14 +344,13 @@ def one_vs_rest_by_projections(Z, n_projections, rng):
         [1 + np.arange(n_projections), 1 + n_projections + np.arange(n_projections)]
     )
     pairs = np.vstack([x_pairs, y_pairs])
-    serial, parallel = _pair_covariances_serial, _pair_covariances
-    with _numba_kernel(n * _SWEEP_WORK, serial, parallel, calls=len(pairs) * d) as kernel:
+    with _numba_kernel(n * _SWEEP_WORK, *_KERNELS, calls=len(pairs) * d) as kernel:
         for j in range(d):
             rest = np.delete(Z, j, axis=1)
             # independent frames for v and w: within a frame, directions are orthogonal
             directions = np.hstack([_frames(rng, d - 1, n_projections) for _ in range(2)])
             columns, variances = _sorted_columns(np.column_stack([Z[:, j], rest @ directions]))
-            covariances = kernel(columns, pairs[:, 0], pairs[:, 1], numba.get_num_threads())
+            covariances = kernel(columns, pairs, _UNMOVED, numba.get_num_threads())[0]
             across = covariances[:n_projections].mean()  # ~ dCov^2(x, Y) / C_q
             within = covariances[n_projections:].mean()  # ~ dVar^2(Y) / C_q^2
             result[j] = _ratio(across, variances[0], within)
