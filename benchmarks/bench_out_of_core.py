@@ -1,32 +1,78 @@
-"""PICA out of core: a float32 ``.npy`` file larger than memory, fitted from a memory map and
-from a Dask array on a two-worker LocalCluster, next to scikit-learn's IncrementalPCA (the
-peer a user would pick for data of this size) and to PICA fitted in memory on a sample of
-the rows. Every fit runs in a fresh process, which reports its own peak resident memory.
+"""Data beyond memory: a float32 ``.npy`` file read as users build their arrays (a memory map,
+and Dask arrays from ``from_array`` over the map, ``from_npy_stack``, ``from_zarr``, one task
+per chunk, and persisted on a two-worker LocalCluster), next to scikit-learn's
+IncrementalPCA (the peer a user would pick for data of this size), in one run.
 
-    python benchmarks/make_large_embeddings.py --rows 20000000 --out /tmp/emb.npy
-    python benchmarks/bench_out_of_core.py /tmp/emb.npy [--n-components 64]
-        [--sample-rows 1000000] [--only memmap dask ipca sample]
+    python benchmarks/make_large_embeddings.py --rows 4000000 --out /tmp/emb.npy
+    python benchmarks/bench_out_of_core.py /tmp/emb.npy [--n-components 32]
+        [--arrays memmap from_array npy_stack zarr delayed cluster] [--tasks pica ica ...]
+        [--partial-rows 400000] [--judge]
 
-All are judged alike on the same rows drawn from the file (``--judge-rows``): explained
-variance ``1 - |X - inverse_transform(transform(X))|^2 / |X - mean|^2``, and the held-out
-R^2 of gradient-boosted trees predicting each component and its square from the others
-(``DependenceScorer("hgb")``, a family other than the ADM critic). The Dask array is built as
-a user would build one over a file (one task per chunk, each opening the file on the worker
-that runs it): ``dask.array.from_array`` of a memory map copies the map into memory first.
+Each (array, task) runs in a fresh process that reports its seconds, its peak resident
+memory (``ru_maxrss``: the file's pages it touched count there, though the system reclaims
+them at will) and its peak anonymous memory (``RssAnon``, sampled every 10 ms: what the
+process really holds), and the same of building the array. A task fits (PICA, ICA,
+NonlinearPICA: ``fit`` then ``transform`` of every row into memory, whose output is
+printed; ``*-partial``: ``partial_fit`` of the first ``--partial-rows`` rows, one pass of
+the game over them), or scores (``DependenceScorer("dcor")`` and ``("adm")``, defaults).
+The npy stack and the Zarr store (``pip install zarr``) are written next to the file once.
+For ``cluster``, the npy stack is persisted on the workers, and their peak anonymous memory
+is printed beside their share of the chunks. ``--judge`` adds, for fits, the explained
+variance and the held-out R^2 of gradient-boosted trees predicting each component and its
+square from the others on 5,000 rows drawn from the file (lower is more independent).
 """
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
+import threading
 import time
 import warnings
 
 import numpy as np
 
-#: rows of a chunk of the Dask array, and of an IncrementalPCA batch
+#: rows of a chunk of the Dask arrays, and of an IncrementalPCA batch
 _CHUNK_ROWS = 100_000
+
+
+class PeakAnonymous:
+    """The largest ``RssAnon`` of this process while the block runs, sampled every 10 ms."""
+
+    def __enter__(self):
+        self.peak, self._stop = _rss_anon(), threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def _sample(self):
+        while not self._stop.wait(0.01):
+            self.peak = max(self.peak, _rss_anon())
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, _rss_anon())
+
+
+def _rss_anon():
+    with open("/proc/self/status") as status:
+        line = next(line for line in status if line.startswith("RssAnon"))
+    return int(line.split()[1]) * 1024 / 1e9
+
+
+def _stores(path):
+    """The npy stack and the Zarr store of ``path``, written once, a chunk at a time."""
+    import dask.array as da
+
+    stack, store = path[: -len(".npy")] + "_stack", path[: -len(".npy")] + ".zarr"
+    if not os.path.exists(stack):
+        da.to_npy_stack(stack, npy_as_dask(path))
+    if not os.path.exists(store):
+        npy_as_dask(path).to_zarr(store)
+    return stack, store
 
 
 def npy_as_dask(path, chunk_rows=_CHUNK_ROWS):
@@ -48,41 +94,58 @@ def _rows(path, start, stop):
     return np.load(path, mmap_mode="r")[start:stop]
 
 
-def fit(kind, path, n_components, sample_rows, seed):
-    """One fit, in this process: the model, seconds, and what else it reports."""
+def build(kind, path):
+    import dask.array as da
+
+    stack, store = _stores(path)
+    if kind == "memmap":
+        return np.load(path, mmap_mode="r")
+    if kind == "from_array":
+        return da.from_array(np.load(path, mmap_mode="r"), chunks=(_CHUNK_ROWS, -1))
+    if kind in ("npy_stack", "cluster"):
+        return da.from_npy_stack(stack)
+    if kind == "zarr":
+        return da.from_zarr(store)
+    return npy_as_dask(path)
+
+
+def run_task(task, X, n_components, partial_rows, seed):
+    """The task on ``X``: its model (None for a score) and what it reports."""
     from sklearn.decomposition import IncrementalPCA
 
-    from sklearn_adm import PICA
+    from sklearn_adm import ICA, PICA, DependenceScorer, NonlinearPICA
 
-    X = np.load(path, mmap_mode="r")
-    extra = {}
+    estimators = {"pica": PICA, "ica": ICA, "npica": NonlinearPICA}
+    report = {}
     start = time.perf_counter()
-    if kind == "memmap":
-        model = PICA(n_components, random_state=seed).fit(X)
-    elif kind == "dask":
-        from distributed import Client, LocalCluster
-
-        cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None)
-        with cluster, Client(cluster) as client:
-            start = time.perf_counter()
-            model = PICA(n_components, random_state=seed).fit(npy_as_dask(path))
-            seconds = time.perf_counter() - start
-            peaks = client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
-            extra["worker_peak_gb"] = max(peaks.values()) / 1e6
-        return model, seconds, extra
-    elif kind == "ipca":
+    if task.startswith("scorer"):
+        report["score"] = float(DependenceScorer(task.partition("-")[2] or "dcor").score(X))
+        report["seconds"] = time.perf_counter() - start
+        return None, report
+    if task == "ipca":
         model = IncrementalPCA(n_components)
         for first in range(0, len(X), _CHUNK_ROWS):
-            model.partial_fit(X[first : first + _CHUNK_ROWS])
-    else:  # PICA in memory on a random sample of rows
-        rows = np.sort(np.random.default_rng(seed).choice(len(X), sample_rows, replace=False))
-        sample = np.asarray(X[rows])
-        start = time.perf_counter()
-        model = PICA(n_components, random_state=seed).fit(sample)
-    return model, time.perf_counter() - start, extra
+            model.partial_fit(np.asarray(X[first : first + _CHUNK_ROWS]))
+    elif task.endswith("-partial"):
+        model = estimators[task.split("-")[0]](n_components, random_state=seed)
+        model.partial_fit(X[:partial_rows])
+    else:
+        model = estimators[task](n_components, random_state=seed).fit(X)
+    report["seconds"] = time.perf_counter() - start
+    start = time.perf_counter()
+    if task == "ipca":
+        Z = np.concatenate(
+            [model.transform(X[i : i + _CHUNK_ROWS]) for i in range(0, len(X), _CHUNK_ROWS)]
+        )
+    else:
+        Z = model.transform(X)
+        Z = Z.compute() if hasattr(Z, "compute") else Z
+    report["transform_seconds"] = time.perf_counter() - start
+    report["output_gb"] = Z.nbytes / 1e9
+    return model, report
 
 
-def judge(model, path, judge_rows):
+def judge(model, path, judge_rows=5_000):
     from sklearn_adm import DependenceScorer
 
     X = np.load(path, mmap_mode="r")
@@ -92,66 +155,102 @@ def judge(model, path, judge_rows):
     residual = sample - model.inverse_transform(Z)
     explained = 1 - np.sum(residual**2) / np.sum((sample - sample.mean(axis=0)) ** 2)
     trees = DependenceScorer("hgb", max_samples=None, random_state=0).score(Z)
-    return float(explained), float(trees)
+    return {"explained": float(explained), "trees": float(trees)}
+
+
+def _start_sampling():
+    """On a worker: sample its anonymous memory from now on."""
+    global _worker_peak
+    _worker_peak = PeakAnonymous().__enter__()
+
+
+def _worker_peak_gb():
+    _worker_peak.__exit__()
+    return _worker_peak.peak
 
 
 def child(args):
     warnings.simplefilter("ignore")
-    model, seconds, extra = fit(
-        args.child, args.path, args.n_components, args.sample_rows, args.seed
-    )
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
-    explained, trees = judge(model, args.path, args.judge_rows)
-    print(
-        json.dumps(
-            {
-                "seconds": seconds,
-                "peak_gb": peak,
-                "explained": explained,
-                "trees": trees,
-                "n_iter": int(getattr(model, "n_iter_", 0)),
-                **extra,
-            }
-        )
-    )
+    with PeakAnonymous() as building:
+        start = time.perf_counter()
+        X = build(args.child_array, args.path)
+        build_seconds = time.perf_counter() - start
+    report = {"build_seconds": build_seconds, "build_anon_gb": building.peak}
+    if args.child_array == "cluster":
+        from distributed import Client, LocalCluster, wait
+
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None)
+        with cluster, Client(cluster) as client:
+            client.run(_start_sampling)
+            X = X.persist()
+            wait(X)
+            report["worker_chunks_gb"] = X.nbytes / 2 / 1e9
+            with PeakAnonymous() as running:
+                model, task_report = run_task(
+                    args.child_task, X, args.n_components, args.partial_rows, args.seed
+                )
+            report["worker_anon_gb"] = max(client.run(_worker_peak_gb).values())
+    else:
+        with PeakAnonymous() as running:
+            model, task_report = run_task(
+                args.child_task, X, args.n_components, args.partial_rows, args.seed
+            )
+    report.update(task_report, anon_gb=running.peak)
+    report["rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
+    if args.judge and model is not None and not args.child_task.startswith("ipca"):
+        report.update(judge(model, args.path))
+    print(json.dumps(report))
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path")
-    parser.add_argument("--n-components", type=int, default=64)
-    parser.add_argument("--sample-rows", type=int, default=1_000_000)
-    parser.add_argument("--judge-rows", type=int, default=5_000)
+    parser.add_argument("--n-components", type=int, default=32)
+    parser.add_argument("--partial-rows", type=int, default=400_000)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--only", nargs="+", default=["memmap", "dask", "ipca", "sample"])
-    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--judge", action="store_true")
+    parser.add_argument(
+        "--arrays",
+        nargs="+",
+        default=["memmap", "from_array", "npy_stack", "zarr", "delayed", "cluster"],
+    )
+    parser.add_argument(
+        "--tasks",
+        nargs="+",
+        default=["pica", "ica", "npica", "pica-partial", "ica-partial", "scorer", "scorer-adm"],
+    )
+    parser.add_argument("--child-array", help=argparse.SUPPRESS)
+    parser.add_argument("--child-task", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.child:
+    if args.child_array:
         return child(args)
     shape = np.load(args.path, mmap_mode="r").shape
+    _stores(args.path)
     print(f"{args.path}: {shape[0]:,} x {shape[1]} float32, {args.n_components} components")
-    print(f"{'method':34s} {'fit s':>8s} {'peak GB':>8s} {'explained':>10s} {'trees':>7s} updates")
-    names = {
-        "memmap": "PICA, memory map",
-        "dask": "PICA, Dask (LocalCluster 2x1)",
-        "ipca": "IncrementalPCA",
-        "sample": f"PICA in memory, {args.sample_rows:,} rows",
-    }
-    for kind in args.only:
-        command = [sys.executable, __file__, args.path, "--child", kind]
-        command += ["--n-components", str(args.n_components), "--seed", str(args.seed)]
-        command += ["--sample-rows", str(args.sample_rows), "--judge-rows", str(args.judge_rows)]
-        result = json.loads(
-            subprocess.run(command, capture_output=True, text=True, check=True).stdout
-        )
-        workers = (
-            f"  (workers' peak {result['worker_peak_gb']:.2f} GB)"
-            if "worker_peak_gb" in result
-            else ""
-        )
+    print(
+        f"{'array':11s} {'task':13s} {'build s':>7s} {'anon GB':>7s} {'task s':>7s} "
+        f"{'transform s':>11s} {'output GB':>9s} {'anon GB':>7s} {'RSS GB':>6s}  other"
+    )
+    runs = [("memmap", "ipca")] + [(a, t) for a in args.arrays for t in args.tasks]
+    for array, task in runs:
+        command = [sys.executable, __file__, args.path, "--child-array", array]
+        command += ["--child-task", task, "--n-components", str(args.n_components)]
+        command += ["--partial-rows", str(args.partial_rows), "--seed", str(args.seed)]
+        command += ["--judge"] if args.judge else []
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode:
+            print(f"{array:11s} {task:13s} failed: {done.stderr.strip().splitlines()[-1]}")
+            continue
+        r = json.loads(done.stdout.strip().splitlines()[-1])
+        other = [f"{key} {r[key]:.4f}" for key in ("score", "explained", "trees") if key in r]
+        if "worker_anon_gb" in r:
+            anon, chunks = r["worker_anon_gb"], r["worker_chunks_gb"]
+            other.append(f"workers {anon:.2f} GB (chunks {chunks:.2f})")
         print(
-            f"{names[kind]:34s} {result['seconds']:8.1f} {result['peak_gb']:8.2f} "
-            f"{result['explained']:10.4f} {result['trees']:7.4f} {result['n_iter']:7d}{workers}",
+            f"{array:11s} {task:13s} {r['build_seconds']:7.1f} {r['build_anon_gb']:7.2f} "
+            f"{r['seconds']:7.1f} {r.get('transform_seconds', 0):11.1f} "
+            f"{r.get('output_gb', 0):9.2f} {r['anon_gb']:7.2f} {r['rss_gb']:6.2f}  "
+            + ", ".join(other),
             flush=True,
         )
 

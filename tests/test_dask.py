@@ -8,7 +8,7 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from sklearn_adm import PICA, DependenceScorer
+from sklearn_adm import ICA, PICA, DependenceScorer, NonlinearPICA
 from sklearn_adm.datasets import make_pca_vs_pica
 
 distributed = pytest.importorskip("distributed")
@@ -63,10 +63,22 @@ def test_each_worker_thread_runs_torch_on_one_thread(client):
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-def test_pica_fits_a_dask_array_whose_chunks_live_on_the_workers(client, monkeypatch):
+@pytest.mark.parametrize(
+    "make_model",
+    [
+        lambda: PICA(4, max_iter=60, random_state=0),
+        lambda: ICA(4, max_iter=60, random_state=0),
+        lambda: NonlinearPICA(2, hidden_layer_sizes=(8,), max_iter=20, random_state=0),
+    ],
+    ids=["PICA", "ICA", "NonlinearPICA"],
+)
+def test_a_dask_array_whose_chunks_live_on_the_workers_fits_as_in_this_process(
+    client, monkeypatch, make_model
+):
     """The chunks are persisted on the two workers: the moments are summed there (only
     ``d x d`` sums come back) and the game reads windows of rows; the model is the one
-    fitted from the same array in this process. The pool is shrunk so that windows stream."""
+    fitted from the same array in this process, and so are its transform and its
+    ``partial_fit`` (a chunk a batch). The pool is shrunk so that windows stream."""
     from sklearn_adm import training_threads
     from sklearn_adm._data import streaming
     from sklearn_adm.datasets import make_embedding_like
@@ -78,9 +90,15 @@ def test_pica_fits_a_dask_array_whose_chunks_live_on_the_workers(client, monkeyp
     on_workers = da.from_array(X, chunks=(400, 16)).persist()
     assert len(distributed.futures_of(on_workers)) == 8  # one chunk a future, on the workers
     with training_threads(1):
-        remote = PICA(4, max_iter=60, random_state=0).fit(on_workers)
+        remote = make_model().fit(on_workers)
         with dask.config.set(scheduler="threads"):
-            local = PICA(4, max_iter=60, random_state=0).fit(da.from_array(X, chunks=(400, 16)))
-    np.testing.assert_allclose(remote.components_, local.components_, atol=1e-4)
+            local = make_model().fit(da.from_array(X, chunks=(400, 16)))
+    np.testing.assert_allclose(remote.transform(X), local.transform(X), rtol=1e-5, atol=1e-5)
     Z = remote.transform(on_workers)
-    np.testing.assert_allclose(Z.compute(), remote.transform(X), rtol=1e-5)
+    assert len(Z.chunks[0]) == 8
+    np.testing.assert_allclose(Z.compute(), remote.transform(X), rtol=1e-5, atol=1e-6)
+    if hasattr(remote, "partial_fit"):
+        streamed = make_model().partial_fit(on_workers[:1200])
+        expected = make_model().partial_fit(X[:400]).partial_fit(X[400:800])
+        expected.partial_fit(X[800:1200])
+        np.testing.assert_array_equal(streamed.components_, expected.components_)

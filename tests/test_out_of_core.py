@@ -246,3 +246,78 @@ def test_arrays_in_memory_are_scaled_and_summed_a_block_at_a_time(monkeypatch):
     np.testing.assert_array_equal(blocked[1].numpy(), whole[1].numpy())
     for name in ("mean", "cross", "gram", "total"):
         np.testing.assert_allclose(getattr(blocked[2], name), getattr(whole[2], name), rtol=1e-10)
+
+
+@pytest.mark.parametrize("Estimator", [PICA, ICA])
+def test_partial_fit_of_a_chunked_array_takes_its_blocks_as_batches(tmp_path, Estimator):
+    """A memory map or Dask array given to ``partial_fit`` is never read whole: each block of
+    rows (a chunk of 700; the last, of one row, joins the one before) is a batch, and the model
+    is the one fitted on those batches in memory, to the bit."""
+    X = make_embedding_like(2801, 6, random_state=0)[0].astype(np.float32)
+    in_batches = Estimator(3, random_state=0)
+    for start, stop in [(0, 700), (700, 1400), (1400, 2100), (2100, 2801)]:
+        in_batches.partial_fit(X[start:stop])
+    chunked = Estimator(3, random_state=0).partial_fit(da.from_array(X, chunks=(700, 6)))
+    np.testing.assert_array_equal(chunked.components_, in_batches.components_)
+    assert chunked.n_iter_ == in_batches.n_iter_
+
+
+def test_partial_fit_of_a_memmap_reads_it_a_block_at_a_time(tmp_path, monkeypatch):
+    X = make_embedding_like(1000, 6, random_state=0)[0]
+    monkeypatch.setattr(chunked, "_BLOCK_BYTES", 300 * 6 * 8)  # blocks of 300 rows
+    seen = []
+    pica = PICA(2, random_state=0)
+    monkeypatch.setattr(pica, "_partial_fit", lambda batch: seen.append(len(batch)))
+    pica.partial_fit(_memmap(tmp_path, X))
+    assert seen == [300, 300, 300, 100]
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_from_array_over_a_memmap_warns_once_with_the_construction_that_avoids_the_copy(
+    tmp_path,
+):
+    """dask.array.from_array copies a memory map into memory (dask >= 2024.12): the fit says
+    so, once for the array, and shows a construction that reads the file in place, which
+    fits to the same model without the warning."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    X = make_embedding_like(600, 4, random_state=0)[0].astype(np.float32)
+    path = tmp_path / "X.npy"
+    np.save(path, X)
+    copied = da.from_array(np.load(path, mmap_mode="r"), chunks=(200, 4))
+    pica = PICA(2, max_iter=5, random_state=0)
+    with pytest.warns(UserWarning, match="copies its input since dask 2024.12.0") as record:
+        pica.fit(copied)
+        pica.transform(copied)
+        DependenceScorer("pearson").score(copied)
+    assert sum("copies its input" in str(w.message) for w in record) == 1
+    namespace = {"path": str(path)}
+    exec(chunked.NPY_AS_DASK.replace("\n    ", "\n").strip(), namespace)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)  # five updates
+        in_place = PICA(2, max_iter=5, random_state=0).fit(namespace["X"])
+        in_memory = da.from_array(X, chunks=(200, 4))  # an array in memory: nothing to say
+        PICA(2, max_iter=5, random_state=0).fit(in_memory)
+    np.testing.assert_array_equal(in_place.components_, pica.components_)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_zarr_and_npy_stack_arrays_fit_transform_and_score_as_in_memory(tmp_path):
+    """The two on-disk layouts Dask reads in place: the same model, transform and score as
+    the array in memory."""
+    pytest.importorskip("zarr")
+    X = make_embedding_like(1200, 5, random_state=0)[0].astype(np.float32)
+    arrays = {"in memory": da.from_array(X, chunks=(400, 5))}
+    da.to_npy_stack(tmp_path / "stack", arrays["in memory"])
+    arrays["npy stack"] = da.from_npy_stack(tmp_path / "stack")
+    arrays["in memory"].to_zarr(str(tmp_path / "X.zarr"))
+    arrays["zarr"] = da.from_zarr(str(tmp_path / "X.zarr"))
+    models = {name: PICA(2, max_iter=10, random_state=0).fit(A) for name, A in arrays.items()}
+    expected = models["in memory"]
+    for name, A in arrays.items():
+        np.testing.assert_array_equal(models[name].components_, expected.components_)
+        np.testing.assert_allclose(models[name].transform(A).compute(), expected.transform(X))
+        assert DependenceScorer().score(A) == DependenceScorer().score(X)

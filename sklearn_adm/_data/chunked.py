@@ -20,6 +20,7 @@ from functools import cached_property
 import numpy as np
 from sklearn.utils.validation import _check_feature_names, _check_n_features
 
+from .._runtime.warnings import warn
 from .scaling import magnitude, merge_moments, row_blocks
 
 #: bytes of a block of a memory-mapped array read at a time
@@ -40,6 +41,74 @@ def is_chunked(X):
 def _is_dask_array(X):
     # without importing dask, which a NumPy user need not have
     return type(X).__module__.split(".")[:2] == ["dask", "array"] and hasattr(X, "chunks")
+
+
+#: the construction of a Dask array over a ``.npy`` file that reads it where each chunk is
+#: computed, without a copy (the guide's "Data beyond memory" shows it too)
+NPY_AS_DASK = """\
+    import dask, dask.array as da, numpy as np
+
+    def rows(path, start, stop):
+        return np.load(path, mmap_mode="r")[start:stop]
+
+    n_rows, n_features = np.load(path, mmap_mode="r").shape
+    X = da.concatenate([
+        da.from_delayed(dask.delayed(rows)(path, start, min(start + 100_000, n_rows)),
+                        (min(start + 100_000, n_rows) - start, n_features), np.float32)
+        for start in range(0, n_rows, 100_000)
+    ])"""
+
+#: the Dask arrays already warned about (by their graph layer's name): a warning once each
+_warned_copies = set()
+
+
+def _graph_objects(X):
+    """The objects a Dask array's graph holds as data: the values of its materialised
+    layers (``from_array``'s source) and the arguments of its blockwise layers (the source,
+    where ``from_array`` inlined it)."""
+    for name, layer in X.__dask_graph__().layers.items():
+        values = layer.values() if hasattr(layer, "mapping") else ()
+        for value in [*values, *(arg for arg, _ in getattr(layer, "indices", ()))]:
+            yield name, value
+
+
+def warn_if_copied_memory_map(X):
+    """Warn, once per array, where the Dask array ``X`` holds an in-memory copy of a memory
+    map: ``dask.array.from_array`` copies its input since dask 2024.12.0 (dask PR #11524,
+    issue #11850), so ``from_array(np.load(path, mmap_mode="r"))`` holds the whole file in
+    memory before this package sees it. The copy keeps no trace of the file (its
+    ``filename`` is None), so the file cannot be read in its place: the warning shows the
+    construction that avoids the copy."""
+    for name, value in _graph_objects(X):
+        if not isinstance(value, np.memmap) or value.filename is not None:
+            continue
+        if name in _warned_copies:
+            return
+        import dask
+
+        _warned_copies.add(name)
+        warn(
+            f"This Dask array holds a copy of a memory-mapped array in memory "
+            f"({value.nbytes / 1e9:.2f} GB): dask.array.from_array copies its input since "
+            f"dask 2024.12.0 (installed: {dask.__version__}). Pass the memory map itself "
+            f"(np.load(path, mmap_mode='r')), which is read a block at a time, or build the "
+            f"Dask array so that each chunk reads the file where it is computed:\n"
+            f"{NPY_AS_DASK}"
+        )
+        return
+
+
+def storage_chunk_rows(X):
+    """Rows of the chunks that the storage under the Dask array ``X`` decodes whole to read
+    any of their rows (a Zarr or HDF5 array: its ``chunks``), or None where a slice of
+    ``X`` reads only its own rows (a memory map, an array in memory)."""
+    for _, value in _graph_objects(X):
+        chunks = getattr(value, "chunks", None)
+        if isinstance(value, np.ndarray) or _is_dask_array(value) or not isinstance(chunks, tuple):
+            continue
+        if len(chunks) == 2 and isinstance(chunks[0], int) and chunks[0] > 0:
+            return chunks[0]
+    return None
 
 
 def release_pages(array):
@@ -200,6 +269,11 @@ class ChunkedArray:
 
     def __init__(self, X):
         self.is_dask = _is_dask_array(X)
+        #: rows that a read decodes at once, whichever of them it asks for (None: only those)
+        self.decoded_rows = None
+        if self.is_dask:
+            warn_if_copied_memory_map(X)
+            self.decoded_rows = storage_chunk_rows(X)
         if self.is_dask and X.ndim == 2 and X.numblocks[1] > 1:
             X = X.rechunk({1: -1})
         self.X = X
@@ -220,6 +294,19 @@ class ChunkedArray:
         rows = np.array(self.X[start:stop])
         release_pages(self.X[start:stop])
         return rows
+
+    def blocks(self):
+        """The rows block by block, each in memory; a block of fewer than two rows joins the
+        next (the last, the one before it), so that each is a batch a fit accepts."""
+        bounds = [0]
+        for stop in self.bounds[1:]:
+            if stop - bounds[-1] >= 2:
+                bounds.append(stop)
+        if len(bounds) == 1:  # fewer than two rows in all: one block, for validation to refuse
+            bounds.append(len(self))
+        bounds[-1] = len(self)
+        for start, stop in zip(bounds[:-1], bounds[1:], strict=True):
+            yield self.read(start, stop)
 
     def take(self, rows):
         """The rows ``rows`` (sorted indices), a block at a time."""

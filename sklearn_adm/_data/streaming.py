@@ -25,6 +25,8 @@ _POOL_ROWS = 65_536
 _REFRESH_WINDOWS = 2
 #: windows read ahead of the game
 _PREFETCH = 4
+#: windows taken from each chunk that the storage decodes whole (a Zarr array's), read once
+_WINDOWS_PER_DECODED_CHUNK = 8
 #: held-out rows, at most, drawn from an array read out of core (they are held in memory)
 MAX_HELD_OUT_ROWS = 16_384
 
@@ -119,8 +121,9 @@ class StreamedRows:
         """About ``n_rows`` training rows (all, where there are fewer), from random windows."""
         if self.n_rows <= max(n_rows, _POOL_ROWS):
             return self._tensor(self._all_training_rows())
-        windows = [self._window(self.rng) for _ in range(-(-n_rows // _WINDOW_ROWS))]
-        return self._tensor(np.concatenate(windows)[:n_rows])
+        windows = self._windows(self.rng)
+        rows = [next(windows) for _ in range(-(-n_rows // _WINDOW_ROWS))]
+        return self._tensor(np.concatenate(rows)[:n_rows])
 
     def in_memory(self, max_rows):
         """A sample of at most ``max_rows`` rows: they are not all in memory."""
@@ -136,7 +139,7 @@ class StreamedRows:
         if self.n_rows <= _POOL_ROWS:  # the pool holds every training row: nothing to stream
             self.pool = self._mapped(self._all_training_rows())
             return self
-        self._windows = queue.Queue(maxsize=_PREFETCH)
+        self._queue = queue.Queue(maxsize=_PREFETCH)
         self._reader_rng = np.random.default_rng(self.rng.integers(2**63))
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._read_ahead, daemon=True)
@@ -150,7 +153,7 @@ class StreamedRows:
             self._stop.set()
             while self._thread.is_alive():  # unblock a reader waiting for room
                 try:
-                    self._windows.get(timeout=0.1)
+                    self._queue.get(timeout=0.1)
                 except queue.Empty:
                     pass
             self._thread = None
@@ -170,7 +173,7 @@ class StreamedRows:
         return batch
 
     def _next_window(self):
-        window = self._windows.get()
+        window = self._queue.get()
         if isinstance(window, BaseException):
             raise window
         return window
@@ -179,18 +182,36 @@ class StreamedRows:
         """The reader thread: windows in the seeded order, mapped, until told to stop."""
         try:
             with torch.no_grad():
-                while not self._stop.is_set():
-                    self._windows.put(self._mapped(self._window(self._reader_rng)))
+                for window in self._windows(self._reader_rng):
+                    if self._stop.is_set():
+                        break
+                    self._queue.put(self._mapped(window))
         except BaseException as error:  # handed to the game, which raises it
-            self._windows.put(error)
+            self._queue.put(error)
 
-    def _window(self, rng):
-        """``_WINDOW_ROWS`` training rows: consecutive rows from a random place, held-out
-        rows among them replaced by others of the window."""
-        start = rng.integers(len(self.source) - _WINDOW_ROWS + 1)
-        stop = start + _WINDOW_ROWS
-        rows = self.source.read(start, stop)
-        first, last = np.searchsorted(self.held_out, [start, stop])
+    def _windows(self, rng):
+        """Windows of ``_WINDOW_ROWS`` training rows, endlessly, in ``rng``'s order: each
+        consecutive rows from a random place. Where the storage decodes whole chunks,
+        ``_WINDOWS_PER_DECODED_CHUNK`` windows come from each chunk it decodes (a random one),
+        read once: a window of a Zarr array would otherwise cost its whole chunk."""
+        n_rows, chunk = len(self.source), self.source.decoded_rows
+        while True:
+            if chunk is None:
+                starts = [rng.integers(n_rows - _WINDOW_ROWS + 1)]
+            else:
+                first = rng.integers(-(-n_rows // chunk)) * chunk
+                low = min(first, n_rows - _WINDOW_ROWS)
+                high = max(low, min(first + chunk, n_rows) - _WINDOW_ROWS)
+                starts = np.sort(rng.integers(low, high + 1, size=_WINDOWS_PER_DECODED_CHUNK))
+            rows = self.source.read(starts[0], starts[-1] + _WINDOW_ROWS)
+            for start in starts:
+                offset = start - starts[0]
+                yield self._training_rows(rows[offset : offset + _WINDOW_ROWS], start, rng)
+
+    def _training_rows(self, rows, start, rng):
+        """The window ``rows`` read from ``start``, its held-out rows replaced by others of
+        the window."""
+        first, last = np.searchsorted(self.held_out, [start, start + len(rows)])
         if last > first:
             rows = np.delete(rows, self.held_out[first:last] - start, axis=0)
             refill = rng.integers(len(rows), size=_WINDOW_ROWS - len(rows))

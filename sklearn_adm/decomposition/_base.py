@@ -464,7 +464,10 @@ class BaseADMTransformer(
             )
 
             def scale_rows(rows):
-                return ((rows.astype(np.float64) - mean) / scale).astype(np.float32)
+                scaled = rows.astype(np.float64)  # one float64 copy, scaled in place
+                scaled -= mean
+                scaled /= scale
+                return scaled.astype(np.float32)
 
             # the covariance of the scaled rows: the moments' over the scale's outer product
             ratio = moments.unit / np.broadcast_to(scale, mean.shape)

@@ -3,6 +3,7 @@
 import numpy as np
 from sklearn.base import _fit_context
 
+from .._data.chunked import check_chunked, is_chunked
 from ._base import BaseADMTransformer
 
 
@@ -40,7 +41,10 @@ class LinearADMTransformer(BaseADMTransformer):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            A batch of rows (at least 2), with the features of the first batch.
+            A batch of rows (at least 2), with the features of the first batch. A
+            memory-mapped or Dask array is taken a block of rows at a time (a Dask array's
+            row chunks; 64 MB of a memory map), each block a batch of its own, so that it is
+            never held whole.
         y : Ignored
             Not used, present for API consistency by convention.
 
@@ -49,7 +53,12 @@ class LinearADMTransformer(BaseADMTransformer):
         self : object
             The estimator, fitted on the batches so far.
         """
-        return self._partial_fit(X)
+        if not is_chunked(X):
+            return self._partial_fit(X)
+        first = getattr(self, "_stream", None) is None
+        for block in check_chunked(self, X, reset=first).blocks():
+            self._partial_fit(block)
+        return self
 
     def _transform(self, X):
         if self._centres_data:
