@@ -321,3 +321,57 @@ def test_zarr_and_npy_stack_arrays_fit_transform_and_score_as_in_memory(tmp_path
         np.testing.assert_array_equal(models[name].components_, expected.components_)
         np.testing.assert_allclose(models[name].transform(A).compute(), expected.transform(X))
         assert DependenceScorer().score(A) == DependenceScorer().score(X)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_a_zarr_array_is_read_eight_windows_a_decoded_chunk(
+    tmp_path, small_blocks, paper_example, monkeypatch
+):
+    """Zarr decodes a whole chunk to read any of its rows: the game's reader takes eight
+    windows from each chunk it reads, and the fit keeps the paper's factors x1 and x3 as the
+    same fit from an npy stack (one read a window) does."""
+    pytest.importorskip("zarr")
+    X = paper_example.astype(np.float32)
+    da.from_array(X, chunks=(500, 3)).to_zarr(str(tmp_path / "X.zarr"))
+    da.to_npy_stack(tmp_path / "stack", da.from_array(X, chunks=(500, 3)))
+    reads, read = [], ChunkedArray.read
+
+    def counted_read(self, start, stop):
+        reads.append(stop - start)
+        return read(self, start, stop)
+
+    monkeypatch.setattr(ChunkedArray, "read", counted_read)
+    fits = {}
+    for name, array in [
+        ("zarr", da.from_zarr(str(tmp_path / "X.zarr"))),
+        ("npy stack", da.from_npy_stack(tmp_path / "stack")),
+    ]:
+        assert ChunkedArray(array).decoded_rows == (500 if name == "zarr" else None)
+        reads.clear()
+        fits[name] = PICA(2, max_iter=30, random_state=0).fit(array)
+        windows = [size for size in reads if size <= 500]
+        assert windows and all(size > 64 for size in windows) == (name == "zarr")
+    for pica in fits.values():
+        np.testing.assert_array_equal(np.abs(pica.components_).argmax(axis=1), [0, 2])
+    ratio = [pica.explained_variance_ratio_.sum() for pica in fits.values()]
+    assert abs(ratio[0] - ratio[1]) < 0.01
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_transform_reads_a_large_chunk_in_parts(tmp_path, monkeypatch):
+    """A chunk of 1,000 rows is transformed 100 rows at a time (a float64 copy of 2,400
+    bytes each), so that a transform's temporaries do not grow with the chunks: the same
+    numbers as in memory."""
+    X = make_embedding_like(1000, 3, random_state=0)[0]
+    model = NonlinearPICA(2, hidden_layer_sizes=(8,), max_iter=5, random_state=0).fit(X)
+    monkeypatch.setattr(chunked, "_MAP_BYTES", 100 * 3 * 8)
+    sizes, transform = [], model._transform
+    monkeypatch.setattr(
+        model, "_transform", lambda rows: sizes.append(len(rows)) or transform(rows)
+    )
+    for source in (da.from_array(X, chunks=(1000, 3)), _memmap(tmp_path, X)):
+        sizes.clear()
+        Z = model.transform(source)
+        Z = Z.compute() if hasattr(Z, "compute") else Z
+        assert max(sizes) == 100 and sum(sizes) >= 1000
+        np.testing.assert_allclose(Z, transform(X), rtol=1e-12)

@@ -25,6 +25,10 @@ from .scaling import magnitude, merge_moments, row_blocks
 
 #: bytes of a block of a memory-mapped array read at a time
 _BLOCK_BYTES = 64 * 2**20
+#: bytes of a float64 copy of the rows that a function of ``map_rows`` reads at a time: the
+#: temporaries of a transform (a scaled copy, an MLP's hidden layers) stay this small on
+#: each thread that computes a chunk, whatever the chunks' size
+_MAP_BYTES = 16 * 2**20
 #: rows whose cross products are summed in float64 at a time (a float64 copy of this many
 #: rows is the largest temporary of the pass)
 _SUM_ROWS = 8_192
@@ -351,8 +355,16 @@ class ChunkedArray:
             )
         out = np.empty((len(self), n_outputs), dtype=dtype)
         for start, stop in zip(self.bounds[:-1], self.bounds[1:], strict=True):
-            out[start:stop] = function(self.read(start, stop))
+            out[start:stop] = _in_parts(function, self.read(start, stop))
         return out
+
+
+def _in_parts(function, rows):
+    """``function`` of ``rows``, applied ``_MAP_BYTES`` of float64 rows at a time."""
+    step = max(1, _MAP_BYTES // (8 * max(rows.shape[1], 1)))
+    if len(rows) <= step:
+        return function(rows)
+    return np.concatenate([function(rows[i : i + step]) for i in range(0, len(rows), step)])
 
 
 class _releasing:
@@ -364,7 +376,7 @@ class _releasing:
         self.function = function
 
     def __call__(self, block):
-        result = self.function(block)
+        result = _in_parts(self.function, block)
         release_pages(block)
         return result
 

@@ -82,7 +82,7 @@ def _work(n):
     width = 1 << bits
     n_blocks = (n + width - 1) >> bits
     within = np.empty((n_blocks * (width + 1) if bits else 0, 2))
-    return np.empty((n, 2)), np.empty((n_blocks + 1, 2)), within
+    return np.empty((n, 3)), np.empty((n_blocks + 1, 2)), within
 
 
 @numba.njit(inline="always")
@@ -95,12 +95,19 @@ def _covariance(rows, ranked, xs, x_totals, y_totals, work):
     n = len(rows)
     x_total, a_total = x_totals
     y_total, b_total = y_totals
-    e_term = y_before = x_before = 0.0  # E, and the sums of y and x swept so far
-    xy = xy_p = xy_r = x_big_p = ab = 0.0  # sum x y, x y p, x y r, x P, a b
-    # the reads in y's rows first, in a loop of their own: their cache misses overlap
+    # the reads in y's rows first, in a loop of nothing else: their cache misses overlap
     for p in range(n):
         row = rows[p]
-        rank, y, y_below = ranked[row, 0], ranked[row, 1], ranked[row, 2]
+        swept[p, 0], swept[p, 1], swept[p, 2] = ranked[row, 0], ranked[row, 1], ranked[row, 2]
+    e_term = y_before = x_before = 0.0  # E, and the sums of y and x swept so far
+    xy = xy_p = xy_r = x_big_p = ab = 0.0  # sum x y, x y p, x y r, x P, a b
+    dominated = 0.0  # D: the rows before p ranked below it in y, in lower blocks of ranks
+    blocks[:] = 0.0  # and in its own block
+    within[:] = 0.0
+    bits = _BLOCK_BITS if len(within) else 0
+    width = 1 << bits
+    for p in range(n):
+        rank, y, y_below = swept[p, 0], swept[p, 1], swept[p, 2]
         x = xs[p]
         e_term += x * y_before
         a = x * (2 * p - n) - 2 * x_before + x_total
@@ -112,25 +119,15 @@ def _covariance(rows, ranked, xs, x_totals, y_totals, work):
         ab += a * b
         y_before += y
         x_before += x
-        swept[p, 0] = rank
-        swept[p, 1] = y
-    # the rows before p ranked below it in y: in lower blocks of ranks, and in its own block
-    blocks[:] = 0.0
-    within[:] = 0.0
-    bits = _BLOCK_BITS if len(within) else 0
-    width = 1 << bits
-    dominated = 0.0  # D
-    for p in range(n):
-        rank, y = int(swept[p, 0]), swept[p, 1]
-        block = rank >> bits
+        block = int(rank) >> bits
         count, total = _tree_sums(blocks, block, 0)
         _tree_add(blocks, block, y, len(blocks) - 1, 0)
         if bits:
-            base, offset = block * (width + 1), rank & (width - 1)
+            base, offset = block * (width + 1), int(rank) & (width - 1)
             count_within, total_within = _tree_sums(within, offset, base)
             _tree_add(within, offset, y, width, base)
             count, total = count + count_within, total + total_within
-        dominated += xs[p] * (y * count - total)
+        dominated += x * (y * count - total)
     half = 4 * dominated + 2 * e_term + n * xy - 2 * xy_p - 2 * xy_r - x_total * y_total
     half += 2 * x_big_p
     return 2 * half - 2 / n * ab + a_total * b_total / n**2
