@@ -219,6 +219,42 @@ class BaseADMTransformer(
         """
         return self._blockwise(self._transform, self._fit(X), self.n_components_)
 
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y=None):
+        """Go on with the game on one more batch of rows, for data that arrive as a stream.
+
+        The first call opens the game on its batch, which fixes what a fit takes from all
+        rows: the held-out rows (a share ``validation_fraction`` of this batch), the scaling,
+        the number of components, the start (built from this batch as ``fit`` builds it) and
+        the step's schedule. Each call then plays one pass of minibatches over its batch
+        (``ceil(n_rows / batch_size)`` updates, each after ``critic_steps`` critic
+        updates) and refits the attributes from the averaged encoder (PICA's and ICA's
+        ``mean_`` and variances over every row seen so far). No stopping rule ends a
+        stream: watch the held-out estimate in ``history_`` and stop sending batches.
+        ``fit`` starts afresh.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            A batch of rows (at least 2), with the features of the first batch. A
+            memory-mapped or Dask array is taken a block of rows at a time (a Dask array's
+            row chunks; 64 MB of a memory map), each block a batch of its own, so that it is
+            never held whole.
+        y : Ignored
+            Not used, present for API consistency by convention.
+
+        Returns
+        -------
+        self : object
+            The estimator, fitted on the batches so far.
+        """
+        if not is_chunked(X):
+            return self._partial_fit(X)
+        first = getattr(self, "_stream", None) is None
+        for block in check_chunked(self, X, reset=first).blocks():
+            self._partial_fit(block)
+        return self
+
     def transform(self, X):
         """Encode ``X`` into its components.
 
