@@ -5,7 +5,8 @@ IncrementalPCA (the peer a user would pick for data of this size), in one run.
 
     python benchmarks/make_large_embeddings.py --rows 4000000 --out /tmp/emb.npy
     python benchmarks/bench_out_of_core.py /tmp/emb.npy [--n-components 32]
-        [--arrays memmap from_array npy_stack zarr delayed cluster] [--tasks pica ica ...]
+        [--arrays memmap from_array npy_stack zarr delayed cluster cluster-zarr]
+        [--tasks pica ica ...]
         [--partial-rows 400000] [--judge]
 
 Each (array, task) runs in a fresh process that reports its seconds, its peak resident
@@ -16,10 +17,12 @@ NonlinearPICA: ``fit`` then ``transform`` of every row into memory, whose output
 printed; ``*-partial``: ``partial_fit`` of the first ``--partial-rows`` rows, one pass of
 the game over them), or scores (``DependenceScorer("dcor")`` and ``("adm")``, defaults).
 The npy stack and the Zarr store (``pip install zarr``) are written next to the file once.
-For ``cluster``, the npy stack is persisted on the workers, and their peak anonymous memory
-is printed beside their share of the chunks. ``--judge`` adds, for fits, the explained
-variance and the held-out R^2 of gradient-boosted trees predicting each component and its
-square from the others on 5,000 rows drawn from the file (lower is more independent).
+For ``cluster``, the npy stack is persisted on the workers (as memory maps), for
+``cluster-zarr`` the Zarr store (decoded, in the workers' memory), and the workers' peak
+anonymous memory is printed beside their share of the chunks. ``--judge`` adds, for fits,
+the explained variance and the held-out R^2 of gradient-boosted trees predicting each
+component and its square from the others on 5,000 rows drawn from the file (lower is more
+independent).
 """
 
 import argparse
@@ -104,7 +107,7 @@ def build(kind, path):
         return da.from_array(np.load(path, mmap_mode="r"), chunks=(_CHUNK_ROWS, -1))
     if kind in ("npy_stack", "cluster"):
         return da.from_npy_stack(stack)
-    if kind == "zarr":
+    if kind in ("zarr", "cluster-zarr"):
         return da.from_zarr(store)
     return npy_as_dask(path)
 
@@ -158,15 +161,14 @@ def judge(model, path, judge_rows=5_000):
     return {"explained": float(explained), "trees": float(trees)}
 
 
-def _start_sampling():
+def _start_sampling(dask_worker):
     """On a worker: sample its anonymous memory from now on."""
-    global _worker_peak
-    _worker_peak = PeakAnonymous().__enter__()
+    dask_worker.anonymous_peak = PeakAnonymous().__enter__()
 
 
-def _worker_peak_gb():
-    _worker_peak.__exit__()
-    return _worker_peak.peak
+def _worker_peak_gb(dask_worker):
+    dask_worker.anonymous_peak.__exit__()
+    return dask_worker.anonymous_peak.peak
 
 
 def child(args):
@@ -176,7 +178,7 @@ def child(args):
         X = build(args.child_array, args.path)
         build_seconds = time.perf_counter() - start
     report = {"build_seconds": build_seconds, "build_anon_gb": building.peak}
-    if args.child_array == "cluster":
+    if args.child_array.startswith("cluster"):
         from distributed import Client, LocalCluster, wait
 
         cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None)
@@ -212,7 +214,7 @@ def main():
     parser.add_argument(
         "--arrays",
         nargs="+",
-        default=["memmap", "from_array", "npy_stack", "zarr", "delayed", "cluster"],
+        default=["memmap", "from_array", "npy_stack", "zarr", "delayed", "cluster", "cluster-zarr"],
     )
     parser.add_argument(
         "--tasks",
