@@ -375,3 +375,19 @@ def test_transform_reads_a_large_chunk_in_parts(tmp_path, monkeypatch):
         Z = Z.compute() if hasattr(Z, "compute") else Z
         assert max(sizes) == 100 and sum(sizes) >= 1000
         np.testing.assert_allclose(Z, transform(X), rtol=1e-12)
+
+
+def test_a_transform_after_partial_fit_ships_the_fitted_model_not_the_stream():
+    """``partial_fit`` keeps its open game (and the rows it holds) to go on; the tasks of a
+    transform of a Dask array carry the fitted attributes only."""
+    import pickle
+
+    X = make_embedding_like(20_000, 8, random_state=0)[0].astype(np.float32)
+    pica = PICA(2, random_state=0, max_iter=5).partial_fit(X)
+    chunks = da.from_array(X, chunks=(5000, 8))
+    Z = pica.transform(chunks)
+    graph = pickle.dumps(dict(Z.__dask_graph__()))
+    stream = pickle.dumps(pica._stream)
+    assert len(stream) > 200_000  # the game and its held-out rows
+    assert len(graph) - X.nbytes < 100_000  # the data, and four copies of a small model
+    np.testing.assert_allclose(Z.compute(), pica.transform(X), rtol=1e-6)

@@ -217,7 +217,7 @@ class BaseADMTransformer(
         X_new : ndarray of shape (n_samples, n_components)
             The representation of ``X``: a lazy Dask array for a Dask array.
         """
-        return self._blockwise(self._transform, self._fit(X), self.n_components_)
+        return self._blockwise("_transform", self._fit(X), self.n_components_)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y=None):
@@ -275,7 +275,7 @@ class BaseADMTransformer(
             X = check_chunked(self, X, reset=False)
         else:
             X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
-        return self._blockwise(self._transform, X, self.n_components_)
+        return self._blockwise("_transform", X, self.n_components_)
 
     def inverse_transform(self, X):
         """Map components back to the input space (the decoder).
@@ -300,14 +300,18 @@ class BaseADMTransformer(
                     f"X has {Z.shape[1]} features, but {type(self).__name__} is expecting "
                     f"{self.n_components_} components as input."
                 )
-        return self._blockwise(self._inverse_transform, Z, self.n_features_in_)
+        return self._blockwise("_inverse_transform", Z, self.n_features_in_)
 
-    @staticmethod
-    def _blockwise(function, X, n_outputs):
-        """``function(X)``; of a :class:`~sklearn_adm._data.chunked.ChunkedArray`, block by
-        block."""
+    def _blockwise(self, method, X, n_outputs):
+        """``self.<method>(X)``; of a :class:`~sklearn_adm._data.chunked.ChunkedArray`,
+        block by block, by a copy of the estimator without a stream's open game: each task
+        of a Dask array's graph carries the fitted attributes, not ``partial_fit``'s state
+        (the game and its rows, hundreds of MB)."""
         if not isinstance(X, ChunkedArray):
-            return function(X)
+            return getattr(self, method)(X)
+        fitted = copy.copy(self)
+        fitted._stream = None
+        function = getattr(fitted, method)
         dtype = function(np.zeros((1, X.shape[1]), dtype=X.dtype)).dtype
         return X.map_rows(function, n_outputs, dtype)
 
