@@ -391,3 +391,11 @@ def test_a_transform_after_partial_fit_ships_the_fitted_model_not_the_stream():
     assert len(stream) > 200_000  # the game and its held-out rows
     assert len(graph) - X.nbytes < 100_000  # the data, and four copies of a small model
     np.testing.assert_allclose(Z.compute(), pica.transform(X), rtol=1e-6)
+
+
+def test_a_large_dask_chunk_is_split_into_batches_of_at_most_64_mb(monkeypatch):
+    """A chunk larger than ``_BLOCK_BYTES`` (here 400 x 3 float64) is read once and given to
+    ``partial_fit`` in equal parts of at most that size."""
+    monkeypatch.setattr(chunked, "_BLOCK_BYTES", 400 * 3 * 8)
+    X = da.from_array(np.random.default_rng(0).normal(size=(2001, 3)), chunks=(1000, 3))
+    assert [len(block) for block in ChunkedArray(X).blocks()] == [334, 333, 333, 334, 334, 333]

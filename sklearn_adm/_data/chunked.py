@@ -300,8 +300,10 @@ class ChunkedArray:
         return rows
 
     def blocks(self):
-        """The rows block by block, each in memory; a block of fewer than two rows joins the
-        next (the last, the one before it), so that each is a batch a fit accepts."""
+        """The rows block by block, each in memory and of at most ``_BLOCK_BYTES`` (a Dask
+        array's chunk is read once and split where larger); a chunk of fewer than two rows
+        joins the next (the last, the one before it), so that each block is a batch a fit
+        accepts."""
         bounds = [0]
         for stop in self.bounds[1:]:
             if stop - bounds[-1] >= 2:
@@ -310,7 +312,9 @@ class ChunkedArray:
             bounds.append(len(self))
         bounds[-1] = len(self)
         for start, stop in zip(bounds[:-1], bounds[1:], strict=True):
-            yield self.read(start, stop)
+            rows = self.read(start, stop)
+            parts = max(1, min(len(rows) // 2, -(-rows.nbytes // _BLOCK_BYTES)))
+            yield from np.array_split(rows, parts)
 
     def take(self, rows):
         """The rows ``rows`` (sorted indices), a block at a time."""

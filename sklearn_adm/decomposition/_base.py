@@ -237,9 +237,9 @@ class BaseADMTransformer(
         ----------
         X : array-like of shape (n_samples, n_features)
             A batch of rows (at least 2), with the features of the first batch. A
-            memory-mapped or Dask array is taken a block of rows at a time (a Dask array's
-            row chunks; 64 MB of a memory map), each block a batch of its own, so that it is
-            never held whole.
+            memory-mapped or Dask array is taken a block of rows at a time (64 MB of a
+            memory map; a Dask array's row chunks, split where larger than 64 MB), each block
+            a batch of its own, so that it is never held whole.
         y : Ignored
             Not used, present for API consistency by convention.
 
