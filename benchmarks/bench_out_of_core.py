@@ -18,11 +18,11 @@ printed; ``*-partial``: ``partial_fit`` of the first ``--partial-rows`` rows, on
 the game over them), or scores (``DependenceScorer("dcor")`` and ``("adm")``, defaults).
 The npy stack and the Zarr store (``pip install zarr``) are written next to the file once.
 For ``cluster``, the npy stack is persisted on the workers (as memory maps), for
-``cluster-zarr`` the Zarr store (decoded, in the workers' memory), and the workers' peak
-anonymous memory is printed beside their share of the chunks. ``--judge`` adds, for fits,
-the explained variance and the held-out R^2 of gradient-boosted trees predicting each
-component and its square from the others on 5,000 rows drawn from the file (lower is more
-independent).
+``cluster-zarr`` the Zarr store (decoded, in the workers' memory), and the peak anonymous
+memory during the task of the worker that exceeded its chunks most is printed beside its
+chunks. ``--judge`` adds, for fits, the explained variance and the held-out R^2 of
+gradient-boosted trees predicting each component and its square from the others on 5,000
+rows drawn from the file (lower is more independent).
 """
 
 import argparse
@@ -167,8 +167,11 @@ def _start_sampling(dask_worker):
 
 
 def _worker_peak_gb(dask_worker):
+    """On a worker: its peak anonymous memory since sampling began, and the bytes of the
+    chunks it holds, in GB."""
     dask_worker.anonymous_peak.__exit__()
-    return dask_worker.anonymous_peak.peak
+    chunks = sum(getattr(value, "nbytes", 0) for value in dask_worker.data.values())
+    return dask_worker.anonymous_peak.peak, chunks / 1e9
 
 
 def child(args):
@@ -183,15 +186,17 @@ def child(args):
 
         cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None)
         with cluster, Client(cluster) as client:
-            client.run(_start_sampling)
             X = X.persist()
             wait(X)
-            report["worker_chunks_gb"] = X.nbytes / 2 / 1e9
+            client.run(_start_sampling)  # the fit's memory, beside the chunks persisted
             with PeakAnonymous() as running:
                 model, task_report = run_task(
                     args.child_task, X, args.n_components, args.partial_rows, args.seed
                 )
-            report["worker_anon_gb"] = max(client.run(_worker_peak_gb).values())
+            peaks = client.run(_worker_peak_gb).values()
+            report["worker_anon_gb"], report["worker_chunks_gb"] = max(
+                peaks, key=lambda p: p[0] - p[1]
+            )
     else:
         with PeakAnonymous() as running:
             model, task_report = run_task(
@@ -247,7 +252,7 @@ def main():
         other = [f"{key} {r[key]:.4f}" for key in ("score", "explained", "trees") if key in r]
         if "worker_anon_gb" in r:
             anon, chunks = r["worker_anon_gb"], r["worker_chunks_gb"]
-            other.append(f"workers {anon:.2f} GB (chunks {chunks:.2f})")
+            other.append(f"worker {anon:.2f} GB, its chunks {chunks:.2f} GB")
         print(
             f"{array:11s} {task:13s} {r['build_seconds']:7.1f} {r['build_anon_gb']:7.2f} "
             f"{r['seconds']:7.1f} {r.get('transform_seconds', 0):11.1f} "
