@@ -83,23 +83,27 @@ def warn_if_copied_memory_map(X):
     memory before this package sees it. The copy keeps no trace of the file (its
     ``filename`` is None), so the file cannot be read in its place: the warning shows the
     construction that avoids the copy."""
-    for name, value in _graph_objects(X):
-        if not isinstance(value, np.memmap) or value.filename is not None:
-            continue
-        if name in _warned_copies:
-            return
-        import dask
-
-        _warned_copies.add(name)
-        warn(
-            f"This Dask array holds a copy of a memory-mapped array in memory "
-            f"({value.nbytes / 1e9:.2f} GB): dask.array.from_array copies its input since "
-            f"dask 2024.12.0 (installed: {dask.__version__}). Pass the memory map itself "
-            f"(np.load(path, mmap_mode='r')), which is read a block at a time, or build the "
-            f"Dask array so that each chunk reads the file where it is computed:\n"
-            f"{NPY_AS_DASK}"
-        )
+    name, copy = next(
+        (
+            (name, value)
+            for name, value in _graph_objects(X)
+            if isinstance(value, np.memmap) and value.filename is None
+        ),
+        (None, None),
+    )
+    if copy is None or name in _warned_copies:
         return
+    import dask
+
+    _warned_copies.add(name)
+    warn(
+        f"This Dask array holds a copy of a memory-mapped array in memory "
+        f"({copy.nbytes / 1e9:.2f} GB): dask.array.from_array copies its input since "
+        f"dask 2024.12.0 (installed: {dask.__version__}). Pass the memory map itself "
+        f"(np.load(path, mmap_mode='r')), which is read a block at a time, or build the "
+        f"Dask array so that each chunk reads the file where it is computed:\n"
+        f"{NPY_AS_DASK}"
+    )
 
 
 def storage_chunk_rows(X):
@@ -365,10 +369,10 @@ class ChunkedArray:
 
 def _in_parts(function, rows):
     """``function`` of ``rows``, applied ``_MAP_BYTES`` of float64 rows at a time."""
-    step = max(1, _MAP_BYTES // (8 * max(rows.shape[1], 1)))
-    if len(rows) <= step:
+    parts = row_blocks(len(rows), max(1, _MAP_BYTES // (8 * max(rows.shape[1], 1))))
+    if len(parts) == 1:
         return function(rows)
-    return np.concatenate([function(rows[i : i + step]) for i in range(0, len(rows), step)])
+    return np.concatenate([function(rows[part]) for part in parts])
 
 
 class _releasing:

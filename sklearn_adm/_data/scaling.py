@@ -69,9 +69,9 @@ def merge_moments(n_a, mean_a, squares_a, n_b, mean_b, squares_b):
 BLOCK_ROWS = 131_072
 
 
-def row_blocks(n_rows):
-    """Slices of ``BLOCK_ROWS`` rows covering ``n_rows`` rows."""
-    return [slice(start, start + BLOCK_ROWS) for start in range(0, max(n_rows, 1), BLOCK_ROWS)]
+def row_blocks(n_rows, size=BLOCK_ROWS):
+    """Slices of ``size`` rows covering ``n_rows`` rows."""
+    return [slice(start, start + size) for start in range(0, max(n_rows, 1), size)]
 
 
 def scaling_from_moments(mean, variance, unit, per_feature):
