@@ -89,6 +89,26 @@ def test_pairwise_at_many_rows_equals_dcors_sorting_algorithm():
     assert result[0, 1] > 0.01 > 1e-4 > result[0, 2]
 
 
+@pytest.mark.parametrize("n", [300, 140_000])
+def test_row_products_of_one_matrix_product_are_those_the_sweep_adds(n):
+    """The pairwise matrix takes the row products of all pairs from one matrix product; a
+    test's permutations add them in the sweep. Both give the same n^2 dCov^2, with one tree
+    over the ranks (300 rows) and with the two-level one (140,000 rows)."""
+    from sklearn_adm.independence import _sorting
+
+    rng = np.random.default_rng(n)
+    x = rng.normal(size=n)
+    Z = np.c_[x, np.abs(x) + rng.normal(size=n), np.round(2 * x), rng.normal(size=n)]
+    columns, variances = _sorting._sorted_columns(Z)
+    pairs = np.array([[0, 1], [1, 0], [2, 3], [0, 2], [3, 1]])
+    swept = _sorting._covariances_serial(columns, pairs, _sorting._UNMOVED, True)[0]
+    split = _sorting._covariances_serial(columns, pairs, _sorting._UNMOVED, False)[0]
+    split += _sorting._row_terms(columns, pairs)
+    np.testing.assert_allclose(split, swept, rtol=0, atol=1e-9 * variances.max())
+    assert abs(swept[0] - swept[1]) <= 1e-9 * variances.max()  # symmetric in x and y
+    assert swept[0] > 10 * abs(swept[4])  # |x| + noise depends on x; the last pair does not
+
+
 def test_pairwise_rejects_what_it_cannot_measure():
     with pytest.raises(ValueError, match="Input contains NaN"):
         distance_correlation_pairwise(np.array([[0.0, 1.0], [np.nan, 2.0]]))

@@ -14,12 +14,15 @@ and::
 
 with ``p`` and ``r`` the ranks of ``x`` and ``y``, ``P_i`` the sum of the ``y`` ranked below
 ``y_i``, ``D = sum_i x_i (y_i c_i - s_i)`` and ``E = sum_i x_i`` times the sum of the ``y`` of
-the rows ranked below ``x_i``. One sweep in ``x``'s order computes all of it
-(:func:`_covariance`), ``c`` and ``s`` with a Fenwick tree over ``y``'s ranks, and ``a`` and
-``b`` from the prefix sums of the sorted columns (``a_i = x_i (2 p_i - n) - 2 X_i + sum x``,
-``X_i`` the sum of the ``x`` below ``x_i``). Sorting each column once serves all its pairs,
-and the pairs (or a test's permutations) run in parallel. dcor's ``method="avl"`` (Huo &
-Székely 2016) computes the same statistic and sorts both columns at every call.
+the rows ranked below ``x_i``. Only ``D`` needs a sweep in ``x``'s order (:func:`_sweep`):
+``c`` and ``s`` come from a tree over the blocks of ``y``'s ranks and, within a block, a bit
+mask and a Fenwick tree. The rest is a sum over rows of products of a term of ``x`` and one
+of ``y`` (``a_i = x_i (2 p_i - n) - 2 X_i + sum x``, ``X_i`` the sum of the ``x`` below
+``x_i``, and ``b`` alike), in any order of the rows: the sweep adds it as it goes for a test's
+permutations, and every pair of many columns gets it from one matrix product
+(:func:`_row_terms`). Sorting each column once serves all its pairs, and the pairs (or a
+test's permutations) run in parallel. dcor's ``method="avl"`` (Huo & Székely 2016) computes
+the same statistic and sorts both columns at every call.
 """
 
 import itertools
@@ -30,16 +33,18 @@ import numba
 import numpy as np
 from sklearn.utils.validation import check_array
 
+from .._data.scaling import row_blocks
 from .._runtime.threads import FitThreads
 from ._distance import _numba_kernel, _ratio
 
 __all__ = ["distance_correlation_pairwise", "one_vs_rest_by_projections", "permuted_by_sorting"]
 
 
-#: ranks in a block of the sweep's two-level tree: each block's own Fenwick tree (1 KB) and
-#: the tree over the blocks (250 KB at 1,000,000 rows) are read from a core's cache; at
-#: 1,000,000 rows the sweep took 48-51 ms where one tree over all ranks (16 MB) took 68-74 ms
+#: ranks in a block of the sweep's two-level structure: a tree over the blocks (250 KB at
+#: 1,000,000 rows, read from a core's cache), and within a block a bit mask of the ranks swept
+#: (their count by popcount) and a Fenwick tree of their sum (520 bytes); 2^3 to 2^8 measured
 _BLOCK_BITS = 6
+_BLOCK = 1 << _BLOCK_BITS
 #: rows up to which one tree over all ranks (2 MB, a core's cache) is swept: at 100,000 rows
 #: it took 2.3 ms where the two-level tree took 2.7 ms
 _ONE_TREE_ROWS = 2**17
@@ -48,126 +53,213 @@ _SWEEP_WORK = 64
 #: values below which the columns are sorted on the calling thread: choosing threads and
 #: starting a pool cost about 1.5 ms, the sort of 65,536 values about 2 ms
 _SERIAL_SORT = 2**16
+#: rows of the row terms' matrices at a time (:func:`_row_terms`): 16 MB of features
+_FEATURE_BYTES = 2**24
 
 
 @numba.njit(inline="always")
-def _tree_sums(tree, index, base):
-    """Sums of the first ``index`` entries of the Fenwick tree of (count, sum) pairs that
-    starts at row ``base`` of ``tree``."""
+def _tree_sums(tree, index):
+    """Sums of the first ``index`` entries of the Fenwick tree of (count, sum) pairs."""
     count, total = 0.0, 0.0
     while index > 0:
-        count += tree[base + index, 0]
-        total += tree[base + index, 1]
+        count += tree[index, 0]
+        total += tree[index, 1]
         index -= index & -index
     return count, total
 
 
 @numba.njit(inline="always")
-def _tree_add(tree, index, value, size, base):
-    """Add one row of ``value`` at 0-based ``index`` of the Fenwick tree of ``size`` entries
-    that starts at row ``base`` of ``tree``."""
+def _tree_add(tree, index, value):
+    """Add one row of ``value`` at 0-based ``index`` of the Fenwick tree of pairs."""
     index += 1
-    while index <= size:
-        tree[base + index, 0] += 1.0
-        tree[base + index, 1] += value
+    while index < len(tree):
+        tree[index, 0] += 1.0
+        tree[index, 1] += value
         index += index & -index
 
 
 @numba.njit(inline="always")
-def _work(n):
-    """The work arrays of :func:`_covariance` for ``n`` rows: the sweep's rows, the tree over
-    the blocks of ranks, and the blocks' own trees one after the other (none up to
-    ``_ONE_TREE_ROWS`` rows, where each rank is its own block)."""
-    bits = _BLOCK_BITS if n > _ONE_TREE_ROWS else 0
-    width = 1 << bits
-    n_blocks = (n + width - 1) >> bits
-    within = np.empty((n_blocks * (width + 1) if bits else 0, 2))
-    return np.empty((n, 3)), np.empty((n_blocks + 1, 2)), within
+def _block_sum(sums, base, index):
+    """Sum of the first ``index`` entries of the block's Fenwick tree at ``sums[base:]``."""
+    total = 0.0
+    while index > 0:
+        total += sums[base + index]
+        index -= index & -index
+    return total
 
 
 @numba.njit(inline="always")
-def _covariance(rows, ranked, xs, x_totals, y_totals, work):
-    """``n^2 dCov^2`` of ``x`` and ``y`` (module docstring): ``xs`` is ``x`` sorted, and row
-    ``rows[p]`` of ``ranked`` holds the rank, value and ``P`` of the ``y`` paired with
-    ``xs[p]``; ``x_totals`` and ``y_totals`` are the sums of each sample and of its ``a``;
-    ``work`` is :func:`_work`'s."""
-    swept, blocks, within = work
-    n = len(rows)
-    x_total, a_total = x_totals
-    y_total, b_total = y_totals
-    # the reads in y's rows first, in a loop of nothing else: their cache misses overlap
+def _block_add(sums, base, index, value):
+    """Add ``value`` at 0-based ``index`` of the block's Fenwick tree at ``sums[base:]``."""
+    index += 1
+    while index <= _BLOCK:
+        sums[base + index] += value
+        index += index & -index
+
+
+@numba.njit(inline="always")
+def _popcount(bits):
+    """Set bits of a uint64 (LLVM compiles this form to one instruction where it can)."""
+    bits = bits - ((bits >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    bits = (bits & np.uint64(0x3333333333333333)) + (
+        (bits >> np.uint64(2)) & np.uint64(0x3333333333333333)
+    )
+    bits = (bits + (bits >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return (bits * np.uint64(0x0101010101010101)) >> np.uint64(56)
+
+
+@numba.njit(inline="always")
+def _work(order):
+    """The work arrays of :func:`_jobs` for rows ``order`` (a column's): the rank, value and
+    ``P`` of each row of ``y`` in ``x``'s order, the tree over the blocks of ranks, each
+    block's mask and its tree of sums."""
+    bits = _BLOCK_BITS if len(order) > _ONE_TREE_ROWS else 0
+    n_blocks = (len(order) + (1 << bits) - 1) >> bits
+    gathered = (np.empty_like(order), np.empty(len(order)), np.empty(len(order)))
+    within = np.empty(n_blocks * (_BLOCK + 1) if bits else 0)
+    return gathered, (np.empty((n_blocks + 1, 2)), np.empty(n_blocks, dtype=np.uint64), within)
+
+
+@numba.njit(inline="always")
+def _x_terms(p, x, x_below, n, x_total):
+    """The three terms of ``x`` in :func:`_sweep`'s row products, at rank ``p``."""
+    a = x * (2 * p - n) - 2 * x_below + x_total
+    return 4 * (x_total - x_below - x) + 2 * n * x - 4 * x * p, x, a
+
+
+@numba.njit(inline="always")
+def _y_terms(r, y, y_below, n, y_total):
+    """The three terms of ``y`` in :func:`_sweep`'s row products, at rank ``r``."""
+    b = y * (2 * r - n) - 2 * y_below + y_total
+    return y, 4 * y_below - 4 * y * r, -2 / n * b
+
+
+@numba.njit(inline="always")
+def _sweep(gathered, xs, x_totals, y_totals, trees, row_products):
+    """``n^2 dCov^2`` of ``x`` and ``y``, less its row products and constant unless
+    ``row_products``: ``xs`` is ``x`` sorted and ``gathered`` the rank, value and ``P`` of
+    the ``y`` paired with each (``P`` read only for the row products).
+
+    The module docstring's identity is ``8 D``, plus a sum over rows of three products of a
+    term of ``x`` and one of ``y`` (with ``E = sum_i y_i`` times the sum of the ``x`` ranked
+    above ``x_i``), ``sum_i y_i (4 (x_total - X_i - x_i) + 2 n x_i - 4 x_i p_i) + x_i (4 P_i -
+    4 y_i r_i) - 2 a_i b_i / n``, plus a constant. ``D`` needs the sweep in ``x``'s order;
+    the row products do not, and :func:`_row_terms` computes those of many pairs at once."""
+    ranks, ys, y_belows = gathered
+    blocks, masks, sums = trees
+    blocks[:] = 0.0
+    masks[:] = 0
+    sums[:] = 0.0
+    n = len(xs)
+    dominated = x_below = 0.0
+    first = second = third = 0.0  # the row products, in separate sums that add in parallel
+    bits = _BLOCK_BITS if len(sums) else 0
     for p in range(n):
-        row = rows[p]
-        swept[p, 0], swept[p, 1], swept[p, 2] = ranked[row, 0], ranked[row, 1], ranked[row, 2]
-    e_term = y_before = x_before = 0.0  # E, and the sums of y and x swept so far
-    xy = xy_p = xy_r = x_big_p = ab = 0.0  # sum x y, x y p, x y r, x P, a b
-    dominated = 0.0  # D: the rows before p ranked below it in y, in lower blocks of ranks
-    blocks[:] = 0.0  # and in its own block
-    within[:] = 0.0
-    bits = _BLOCK_BITS if len(within) else 0
-    width = 1 << bits
-    for p in range(n):
-        rank, y, y_below = swept[p, 0], swept[p, 1], swept[p, 2]
-        x = xs[p]
-        e_term += x * y_before
-        a = x * (2 * p - n) - 2 * x_before + x_total
-        b = y * (2 * rank - n) - 2 * y_below + y_total
-        xy += x * y
-        xy_p += x * y * p
-        xy_r += x * y * rank
-        x_big_p += x * y_below
-        ab += a * b
-        y_before += y
-        x_before += x
-        block = int(rank) >> bits
-        count, total = _tree_sums(blocks, block, 0)
-        _tree_add(blocks, block, y, len(blocks) - 1, 0)
-        if bits:
-            base, offset = block * (width + 1), int(rank) & (width - 1)
-            count_within, total_within = _tree_sums(within, offset, base)
-            _tree_add(within, offset, y, width, base)
-            count, total = count + count_within, total + total_within
+        rank, y, x = ranks[p], ys[p], xs[p]
+        block, offset = rank >> bits, rank & (_BLOCK - 1)
+        count, total = _tree_sums(blocks, block)  # rows swept in lower blocks of ranks
+        _tree_add(blocks, block, y)
+        if bits:  # and in its own block
+            bit = np.uint64(1) << np.uint64(offset)
+            count += _popcount(masks[block] & (bit - np.uint64(1)))
+            masks[block] |= bit
+            base = block * (_BLOCK + 1)
+            total += _block_sum(sums, base, offset)
+            _block_add(sums, base, offset, y)
         dominated += x * (y * count - total)
-    half = 4 * dominated + 2 * e_term + n * xy - 2 * xy_p - 2 * xy_r - x_total * y_total
-    half += 2 * x_big_p
-    return 2 * half - 2 / n * ab + a_total * b_total / n**2
+        if row_products:
+            f0, f1, f2 = _x_terms(p, x, x_below, n, x_totals[0])
+            g0, g1, g2 = _y_terms(rank, y, y_belows[p], n, y_totals[0])
+            first += f0 * g0
+            second += f1 * g1
+            third += f2 * g2
+            x_below += x
+    if not row_products:
+        return 8 * dominated
+    return 8 * dominated + first + second + third + _constant(x_totals, y_totals, n)
+
+
+@numba.njit(inline="always")
+def _constant(x_totals, y_totals, n):
+    """The rows' constant in ``n^2 dCov^2``, from the sums of each sample and of its ``a``."""
+    return -2 * x_totals[0] * y_totals[0] + x_totals[1] * y_totals[1] / n**2
 
 
 @numba.njit(cache=True)
-def _jobs(columns, pairs, moves, out, start, step):
+def _jobs(columns, pairs, moves, row_products, out, start, step):
     """Every ``step``-th job from ``start`` of :func:`_covariances` into ``out``."""
-    order, xs, ranked, totals = columns
-    n = order.shape[1]
-    work = _work(n)
-    moved = np.empty(n, dtype=order.dtype)
+    order, xs, ranked, below, totals = columns
+    gathered, trees = _work(order[0])
+    ranks, ys, y_belows = gathered
+    moved = moves.shape[1] > 0
     for job in range(start, out.size, step):
         c, pair = divmod(job, len(pairs))
         j, k = pairs[pair]
-        rows = order[j]
-        if moves.shape[1]:  # y's row moves[c, i] at row i
-            for p in range(n):
-                moved[p] = moves[c, order[j, p]]
-            rows = moved
-        out[c, pair] = _covariance(rows, ranked[k], xs[j], totals[j], totals[k], work)
+        # y's rows in x's order, read in a loop of nothing else: their cache misses overlap
+        for p in range(order.shape[1]):
+            row = moves[c, order[j, p]] if moved else order[j, p]
+            ranks[p], ys[p] = int(ranked[k, row, 0]), ranked[k, row, 1]
+            if row_products:
+                y_belows[p] = below[k, row]
+        out[c, pair] = _sweep(gathered, xs[j], totals[j], totals[k], trees, row_products)
 
 
 @numba.njit(parallel=True, cache=True)
-def _covariances(columns, pairs, moves, n_threads):
+def _covariances(columns, pairs, moves, row_products, n_threads):
     """``n^2 dCov^2`` of each pair ``(j, k)`` of ``pairs`` of :func:`_sorted_columns`, with
     column ``k``'s row ``moves[c, i]`` at row ``i`` for each ``c``, ``(n_moves, n_pairs)``;
-    ``moves`` of shape ``(1, 0)`` leaves the rows as they are. ``n_threads`` at a time."""
+    ``moves`` of shape ``(1, 0)`` leaves the rows as they are. Without ``row_products``,
+    less what :func:`_row_terms` gives. ``n_threads`` at a time."""
     out = np.empty((len(moves), len(pairs)))
     for thread in numba.prange(n_threads):
-        _jobs(columns, pairs, moves, out, thread, n_threads)
+        _jobs(columns, pairs, moves, row_products, out, thread, n_threads)
     return out
 
 
 @numba.njit(cache=True)
-def _covariances_serial(columns, pairs, moves, n_threads=1):
+def _covariances_serial(columns, pairs, moves, row_products, n_threads=1):
     """:func:`_covariances` on one thread."""
     out = np.empty((len(moves), len(pairs)))
-    _jobs(columns, pairs, moves, out, 0, 1)
+    _jobs(columns, pairs, moves, row_products, out, 0, 1)
     return out
+
+
+@numba.njit(cache=True)
+def _terms(ranked, below, totals, columns, start, stop, as_x):
+    """The three terms of each of ``columns`` at rows ``start`` to ``stop``, ``(len(columns),
+    3, stop - start)``, as the ``x`` (:func:`_x_terms`) or the ``y`` (:func:`_y_terms`) of a
+    pair."""
+    n = ranked.shape[1]
+    out = np.empty((len(columns), 3, stop - start))
+    for c, column in enumerate(columns):
+        total = totals[column, 0]
+        for i in range(stop - start):
+            rank, value = ranked[column, start + i, 0], ranked[column, start + i, 1]
+            value_below = below[column, start + i]
+            if as_x:
+                terms = _x_terms(rank, value, value_below, n, total)
+            else:
+                terms = _y_terms(rank, value, value_below, n, total)
+            out[c, 0, i], out[c, 1, i], out[c, 2, i] = terms
+    return out
+
+
+def _row_terms(columns, pairs):
+    """The row products and constant of :func:`_sweep` for ``pairs`` of many columns at once:
+    sums over rows in any order, so that they form a product of each column's terms as an
+    ``x`` and as a ``y`` (on the BLAS, a few rows at a time)."""
+    _, _, ranked, below, totals = columns
+    n = ranked.shape[1]
+    firsts, first = np.unique(pairs[:, 0], return_inverse=True)
+    seconds, second = np.unique(pairs[:, 1], return_inverse=True)
+    products = np.zeros((len(firsts), len(seconds)))
+    for part in row_blocks(n, max(1, _FEATURE_BYTES // (24 * (len(firsts) + len(seconds))))):
+        start, stop = part.start, min(part.stop, n)
+        x_terms = _terms(ranked, below, totals, firsts, start, stop, True)
+        y_terms = _terms(ranked, below, totals, seconds, start, stop, False)
+        products += x_terms.reshape(len(firsts), -1) @ y_terms.reshape(len(seconds), -1).T
+    constant = _constant(totals[pairs[:, 0]].T, totals[pairs[:, 1]].T, n)
+    return products[first, second] + constant
 
 
 #: ``moves`` of :func:`_covariances` that leave every row in place
@@ -177,43 +269,51 @@ _KERNELS = (_covariances_serial, _covariances)
 
 
 @numba.njit(cache=True, nogil=True)
-def _describe_column(x, column_order, j, order, xs, ranked, totals, variances):
+def _describe_column(x, column_order, j, order, xs, ranked, below, totals, variances):
     """Row ``j`` of each of :func:`_sorted_columns`' arrays, from the centred column ``x`` and
     the rows in the order of its values."""
     n = len(x)
     x_total = x.sum()
-    below, a_total, a_squares = 0.0, 0.0, 0.0
+    value_below, a_total, a_squares = 0.0, 0.0, 0.0
     for p in range(n):
         row = column_order[p]
         order[j, p] = row
         xs[j, p] = x[row]
         ranked[j, row, 0] = p
         ranked[j, row, 1] = x[row]
-        ranked[j, row, 2] = below  # the sum of the values ranked below
-        a = x[row] * (2 * p - n) - 2 * below + x_total
+        below[j, row] = value_below  # the sum of the values ranked below
+        a = x[row] * (2 * p - n) - 2 * value_below + x_total
         a_total += a
         a_squares += a * a
-        below += x[row]
+        value_below += x[row]
     totals[j, 0], totals[j, 1] = x_total, a_total
     # n^2 dVar^2, with sum_ik a_ik^2 = 2 n sum x^2 - 2 (sum x)^2
     variances[j] = 2 * n * (x @ x) - 2 * x_total**2 - 2 / n * a_squares + a_total**2 / n**2
 
 
-def _sorted_columns(Z):
-    """Each column of ``Z`` ``(n, d)`` sorted once, and what every pair reads of it:
-    ``(order, sorted, ranked, totals)``, with ``order`` ``(d, n)`` the rows by value,
-    ``sorted`` ``(d, n)`` the values in that order, ``ranked`` ``(d, n, 3)`` each row's rank,
-    value and ``P``, and ``totals`` ``(d, 2)`` the sums of each column and of its ``a``; and
-    ``n^2 dVar^2`` of each column. 36 bytes a value, and a column's copies at a time."""
-    n, d = Z.shape
+def _empty_columns(n, d):
+    """The arrays of :func:`_sorted_columns` for ``d`` columns of ``n`` rows."""
     order = np.empty((d, n), dtype=np.int32 if n < 2**31 else np.int64)
-    xs, ranked = np.empty((d, n)), np.empty((d, n, 3))
-    totals, variances = np.empty((d, 2)), np.empty(d)
+    return order, np.empty((d, n)), np.empty((d, n, 2)), np.empty((d, n)), np.empty((d, 2))
+
+
+def _sorted_columns(Z, columns=None):
+    """Each column of ``Z`` ``(n, d)`` sorted once, and what every pair reads of it:
+    ``(order, sorted, ranked, below, totals)``, with ``order`` ``(d, n)`` the rows by value,
+    ``sorted`` ``(d, n)`` the values in that order, ``ranked`` ``(d, n, 2)`` each row's rank
+    and value, ``below`` ``(d, n)`` each row's ``P``, and ``totals`` ``(d, 2)`` the sums of
+    each column and of its ``a``; and ``n^2 dVar^2`` of each column. 36 bytes a value, and a
+    column's copies at a time; ``columns`` of :func:`_empty_columns` are filled in place (a
+    first write of fresh memory costs about as much as the sorts)."""
+    n, d = Z.shape
+    columns = _empty_columns(n, d) if columns is None else columns
+    order, xs, ranked, below, totals = columns
+    variances = np.empty(d)
 
     def describe(j):  # numpy's sort and the kernel leave the GIL: columns in parallel
         x = np.array(Z[:, j], dtype=np.float64)
         x -= x.mean()  # the identities then cancel less
-        _describe_column(x, np.argsort(x), j, order, xs, ranked, totals, variances)
+        _describe_column(x, np.argsort(x), j, order, xs, ranked, below, totals, variances)
 
     if n * d < _SERIAL_SORT:
         for j in range(d):
@@ -222,7 +322,7 @@ def _sorted_columns(Z):
         with FitThreads(work=n * d, follows=False) as threads:
             with ThreadPoolExecutor(threads.n_threads) as pool:
                 list(pool.map(describe, range(d)))
-    return (order, xs, ranked, totals), variances
+    return columns, variances
 
 
 def distance_correlation_pairwise(Z, *, squared=False, block_rows="deprecated"):
@@ -247,9 +347,9 @@ def distance_correlation_pairwise(Z, *, squared=False, block_rows="deprecated"):
     -----
     Each column is sorted once; a pair then costs one sweep of ``O(n log n)`` (module
     docstring of :mod:`sklearn_adm.independence._sorting`), and the pairs run in parallel.
-    Memory is linear in the rows: 36 bytes a value of ``Z``, and two arrays of ``n`` rows a
-    thread. On 2 cores, 64 columns of 1,000,000 rows took 83-91 s and 3.25 GB
-    (``benchmarks/bench_large_n.py``).
+    Memory is linear in the rows: 36 bytes a value of ``Z``, and three arrays of ``n`` rows a
+    thread. On 2 cores, 64 columns of 1,000,000 rows took 54-57 s and 3.2 GB, 106 s beside a
+    busy process (``benchmarks/bench_large_n.py``).
 
     Examples
     --------
@@ -270,10 +370,12 @@ def distance_correlation_pairwise(Z, *, squared=False, block_rows="deprecated"):
     Z = check_array(Z, dtype=np.float64)
     columns, variances = _sorted_columns(Z)
     n, d = Z.shape
-    first, second = np.triu_indices(d, k=1)
+    # the pairs of each column k together: k's rows are read at random, and stay in cache
+    second, first = np.tril_indices(d, k=-1)
     pairs = np.column_stack([first, second])
     with _numba_kernel(n * _SWEEP_WORK, *_KERNELS, calls=len(pairs)) as kernel:
-        covariances = kernel(columns, pairs, _UNMOVED, numba.get_num_threads())[0]
+        covariances = kernel(columns, pairs, _UNMOVED, False, numba.get_num_threads())[0]
+        covariances += _row_terms(columns, pairs)
     result = np.diag((variances > 0).astype(np.float64))
     result[first, second] = result[second, first] = _ratio(
         covariances, variances[first], variances[second]
@@ -305,7 +407,7 @@ def permuted_by_sorting(X, Y, orders):
         threads = numba.get_num_threads()
         covariances = np.concatenate(
             [
-                kernel(columns, pairs, np.ascontiguousarray(moves, dtype=np.intp), threads)
+                kernel(columns, pairs, np.ascontiguousarray(moves, dtype=np.intp), True, threads)
                 for moves in itertools.chain([np.arange(n)[None]], blocks)
             ]
         ).sum(axis=1)
@@ -341,13 +443,15 @@ def one_vs_rest_by_projections(Z, n_projections, rng):
         [1 + np.arange(n_projections), 1 + n_projections + np.arange(n_projections)]
     )
     pairs = np.vstack([x_pairs, y_pairs])
+    columns = _empty_columns(n, len(pairs) + 1)
     with _numba_kernel(n * _SWEEP_WORK, *_KERNELS, calls=len(pairs) * d) as kernel:
         for j in range(d):
             rest = np.delete(Z, j, axis=1)
             # independent frames for v and w: within a frame, directions are orthogonal
             directions = np.hstack([_frames(rng, d - 1, n_projections) for _ in range(2)])
-            columns, variances = _sorted_columns(np.column_stack([Z[:, j], rest @ directions]))
-            covariances = kernel(columns, pairs, _UNMOVED, numba.get_num_threads())[0]
+            projected = np.column_stack([Z[:, j], rest @ directions])
+            columns, variances = _sorted_columns(projected, columns)
+            covariances = kernel(columns, pairs, _UNMOVED, True, numba.get_num_threads())[0]
             across = covariances[:n_projections].mean()  # ~ dCov^2(x, Y) / C_q
             within = covariances[n_projections:].mean()  # ~ dVar^2(Y) / C_q^2
             result[j] = _ratio(across, variances[0], within)
