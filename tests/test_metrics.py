@@ -76,6 +76,24 @@ def test_pairwise_by_sorting_is_dcors_naive_statistic_with_ties_and_constants(n)
     )
 
 
+def test_pairwise_of_many_columns_is_dcors_statistic_through_one_matrix_product():
+    """From 32 columns the pairwise matrix takes its row products from one matrix product:
+    the same numbers as dcor's naive algorithm, with ties."""
+    rng = np.random.default_rng(32)
+    Z = rng.normal(size=(150, 32))
+    Z[:, 1] = Z[:, 0] ** 2
+    Z[:, 2] = np.round(Z[:, 2])
+    expected = np.array(
+        [
+            [dcor.distance_correlation_sqr(Z[:, j], Z[:, k], method="naive") for k in range(32)]
+            for j in range(32)
+        ]
+    )
+    np.testing.assert_allclose(
+        distance_correlation_pairwise(Z, squared=True), expected, atol=1e-10, rtol=0
+    )
+
+
 def test_pairwise_at_many_rows_equals_dcors_sorting_algorithm():
     """At 140,000 rows (the sweep's two-level tree), with a relation whose ranks interleave,
     the same numbers as dcor's own O(n log n) algorithm."""

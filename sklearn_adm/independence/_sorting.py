@@ -55,6 +55,11 @@ _SWEEP_WORK = 64
 _SERIAL_SORT = 2**16
 #: rows of the row terms' matrices at a time (:func:`_row_terms`): 16 MB of features
 _FEATURE_BYTES = 2**24
+#: columns from which the pairwise matrix takes the row products of its pairs from one matrix
+#: product, not from the sweep, up to and beyond ``_ONE_TREE_ROWS`` rows: at 100,000 rows, 32
+#: columns 0.98 against 1.00 s, 16 columns 0.33 against 0.31 s; at 1,000,000 rows, 16 columns
+#: 3.6 against 4.2 s, 8 columns 1.09 against 1.14 s; one pair of 20,000 rows, 8.0 against 1.5 ms
+_PRODUCT_COLUMNS = (32, 16)
 
 
 @numba.njit(inline="always")
@@ -373,9 +378,11 @@ def distance_correlation_pairwise(Z, *, squared=False, block_rows="deprecated"):
     # the pairs of each column k together: k's rows are read at random, and stay in cache
     second, first = np.tril_indices(d, k=-1)
     pairs = np.column_stack([first, second])
+    by_product = d >= _PRODUCT_COLUMNS[n > _ONE_TREE_ROWS]
     with _numba_kernel(n * _SWEEP_WORK, *_KERNELS, calls=len(pairs)) as kernel:
-        covariances = kernel(columns, pairs, _UNMOVED, False, numba.get_num_threads())[0]
-        covariances += _row_terms(columns, pairs)
+        covariances = kernel(columns, pairs, _UNMOVED, not by_product, numba.get_num_threads())[0]
+        if by_product:
+            covariances += _row_terms(columns, pairs)
     result = np.diag((variances > 0).astype(np.float64))
     result[first, second] = result[second, first] = _ratio(
         covariances, variances[first], variances[second]
