@@ -196,13 +196,18 @@ def _jobs(columns, pairs, moves, row_products, out, start, step):
     order, xs, ranked, below, totals = columns
     gathered, trees = _work(order[0])
     ranks, ys, y_belows = gathered
-    moved = moves.shape[1] > 0
+    moved = np.empty_like(order[0]) if moves.shape[1] else order[0]
     for job in range(start, out.size, step):
         c, pair = divmod(job, len(pairs))
         j, k = pairs[pair]
+        rows = order[j]
+        if moves.shape[1]:  # y's row moves[c, i] at row i
+            for p in range(len(rows)):
+                moved[p] = moves[c, rows[p]]
+            rows = moved
         # y's rows in x's order, read in a loop of nothing else: their cache misses overlap
-        for p in range(order.shape[1]):
-            row = moves[c, order[j, p]] if moved else order[j, p]
+        for p in range(len(rows)):
+            row = rows[p]
             ranks[p], ys[p] = int(ranked[k, row, 0]), ranked[k, row, 1]
             if row_products:
                 y_belows[p] = below[k, row]
