@@ -358,7 +358,7 @@ def distance_correlation_pairwise(Z, *, squared=False, block_rows="deprecated"):
     Each column is sorted once; a pair then costs one sweep of ``O(n log n)`` (module
     docstring of :mod:`sklearn_adm.independence._sorting`), and the pairs run in parallel.
     Memory is linear in the rows: 36 bytes a value of ``Z``, and three arrays of ``n`` rows a
-    thread. On 2 cores, 64 columns of 1,000,000 rows took 54-57 s and 3.2 GB, 106 s beside a
+    thread. On 2 cores, 64 columns of 1,000,000 rows took 53-57 s and 3.2 GB, 106 s beside a
     busy process (``benchmarks/bench_large_n.py``).
 
     Examples
