@@ -292,7 +292,7 @@ def _describe_column(x, column_order, j, order, xs, ranked, below, totals, varia
         ranked[j, row, 0] = p
         ranked[j, row, 1] = x[row]
         below[j, row] = value_below  # the sum of the values ranked below
-        a = x[row] * (2 * p - n) - 2 * value_below + x_total
+        a = _x_terms(p, x[row], value_below, n, x_total)[2]
         a_total += a
         a_squares += a * a
         value_below += x[row]
