@@ -2,6 +2,7 @@
 
 Usage: python benchmarks/bench_conditional.py [--n 600 2000] [--repeats 100]
            [--methods dcor adm partial-correlation kci fastkci] [--cases null cos ...]
+           [--effect 1.0]
 
 Every case draws ``X``, ``Y`` and ``Z`` so that the question is "is X independent of Y given
 Z?". The table gives, per case and method, the share of draws rejected at 0.05 (the level
@@ -27,12 +28,16 @@ without Z average out: ``cos`` (Y = Z + 0.6 cos(2 X) + 0.5 e2), ``product`` (Y =
 e2), ``sign`` (Y = 0.5 sign(Z) e1 + e2: the slope changes sign with Z), ``variance-z``
 (Y's noise scaled by 0.3 + 0.7 |e1| where Z > 0 only).
 
+``--effect`` scales X's part of Y in every alternative (0: a null; 1: as above), so that at
+many rows, where every test finds the relations above, their powers can still be told apart.
+
 Methods: this package's ``DependenceScorer(metric).test(X, Y, Z=Z)`` with ``"dcor"`` and
 ``"adm"``; the partial correlation test (Fisher's z of the residuals of linear regressions on
 Z); causal-learn's kernel conditional independence test (KCI, Zhang et al. 2011) and its
 FastKCI, and its randomized tests RCIT and RCoT (Strobl et al. 2019: random Fourier
 features, for many rows; ``--methods ... rcit rcot``); the ``bench`` extra installs
-causal-learn. KCI is skipped beyond 2,000 rows, where its n x n kernels take minutes.
+causal-learn. KCI is skipped beyond 2,000 rows, where its n x n kernels take minutes. From
+10,000 rows ``"dcor"`` is the asymptotic test (doc/design/asymptotic-conditional-test).
 """
 
 import argparse
@@ -52,10 +57,11 @@ CASES = NULLS + SAME_AT_EVERY_Z + CHANGING_WITH_Z
 _KCI_ROWS = 2000
 
 
-def draw(case, n, rng):
-    """``X``, ``Y``, ``Z`` of one case, each ``(n, columns)``."""
+def draw(case, n, rng, effect=1.0):
+    """``X``, ``Y``, ``Z`` of one case, each ``(n, columns)``; ``effect`` scales the part of
+    Y that X drives in the alternatives (the nulls have none)."""
     if case in CHANGING_WITH_Z:
-        return _changing_with_z(case, n, rng)
+        return _changing_with_z(case, n, rng, effect)
     e1, e2, e3 = rng.normal(size=(3, n))
     if case == "null-discrete":
         z = rng.integers(0, 5, size=n).astype(float)
@@ -68,7 +74,7 @@ def draw(case, n, rng):
     z = rng.uniform(-1, 1, size=(n, 2 if case == "null-2d" else 1))
     t = z[:, 0]
     if case == "collider":
-        return e1[:, None], e2[:, None], (e1 + e2 + 0.5 * e3)[:, None]
+        return e1[:, None], e2[:, None], (e1 + effect * e2 + 0.5 * e3)[:, None]
     if case == "null-het":
         x, y = t + 0.5 * np.abs(t) * e1, t**2 + 0.5 * np.abs(t) * e2
     elif case == "null-2d":
@@ -80,30 +86,31 @@ def draw(case, n, rng):
         y = np.c_[np.cos(4 * t) + 0.3 * e2, t + 0.3 * rng.normal(size=n)]
         return x, y, z
     elif case == "variance":
-        x, y = np.sin(3 * t) + 0.3 * e1, np.cos(4 * t) + 0.3 * e2 * (0.2 + 0.8 * np.abs(e1))
+        scale = 1 + effect * (0.8 * np.abs(e1) - 0.8)  # effect 1: 0.2 + 0.8 |e1|
+        x, y = np.sin(3 * t) + 0.3 * e1, np.cos(4 * t) + 0.3 * e2 * scale
     elif case == "checker":
-        signs = np.where(rng.random(n) < 0.75, 1.0, -1.0)
+        signs = np.where(rng.random(n) < 0.5 + 0.25 * effect, 1.0, -1.0)
         x, y = np.sin(3 * t) + 0.3 * e1, np.cos(4 * t) + 0.3 * np.sign(e1) * np.abs(e2) * signs
     else:
         x, y = np.sin(3 * t) + 0.3 * e1, np.cos(4 * t) + 0.3 * e2
         if case == "linear":
-            y = y + 0.3 * x
+            y = y + 0.3 * effect * x
         elif case == "squared":
-            x, y = x + 0.3 * e3, y + 0.3 * e3**2
+            x, y = x + 0.3 * e3, y + 0.3 * effect * e3**2
     return x[:, None], y[:, None], z
 
 
-def _changing_with_z(case, n, rng):
+def _changing_with_z(case, n, rng, effect):
     z, e1, e2 = rng.normal(size=(3, n))
     x = z + e1
     if case == "cos":
-        y = z + 0.6 * np.cos(2 * x) + 0.5 * e2
+        y = z + 0.6 * effect * np.cos(2 * x) + 0.5 * e2
     elif case == "product":
-        y = 0.5 * x * z + e2
+        y = 0.5 * effect * x * z + e2
     elif case == "sign":
-        y = 0.5 * np.sign(z) * e1 + e2
+        y = 0.5 * effect * np.sign(z) * e1 + e2
     else:  # variance-z
-        y = z + e2 * np.where(z > 0, 0.3 + 0.7 * np.abs(e1), 1.0)
+        y = z + e2 * np.where(z > 0, 1 + effect * (0.7 * np.abs(e1) - 0.7), 1.0)
     return x[:, None], y[:, None], z[:, None]
 
 
@@ -150,13 +157,16 @@ def main():
         "--methods", nargs="+", default=["dcor", "adm", "partial-correlation", "kci", "fastkci"]
     )
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=CASES)
+    parser.add_argument(
+        "--effect", type=float, default=1.0, help="scale of X's part of Y in the alternatives"
+    )
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     print(f"{'case':<14} {'n':>6} " + " ".join(f"{m:>22}" for m in args.methods))
     for n in args.n:
         for case in args.cases:
             rng = np.random.default_rng(0)
-            draws = [draw(case, n, rng) for _ in range(args.repeats)]
+            draws = [draw(case, n, rng, args.effect) for _ in range(args.repeats)]
             cells = []
             for name in args.methods:
                 if name == "kci" and n > _KCI_ROWS:

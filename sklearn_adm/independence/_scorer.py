@@ -35,10 +35,13 @@ from ._distance import (
     distance_correlation_one_vs_rest,
     permuted_distance_correlation,
 )
+from ._grouped_covariance import ASYMPTOTIC_ROWS, asymptotic_conditional_test
 from ._neighbours import neighbour_predictions
 from ._sorting import distance_correlation_pairwise, permuted_by_sorting
 from ._trees import gradient_boosting_dependence
 
+#: how the conditional distance test finds its p-value from ``ASYMPTOTIC_ROWS`` rows
+_ASYMPTOTIC = "asymptotic, random frequencies"
 #: Options of the learned metric, and their defaults.
 _CRITIC_DEFAULTS = {
     "critic_hidden": 32,
@@ -85,18 +88,22 @@ class DependenceTestResult:
         The dependence estimated on the data: per column for ``test(Z)``, one number for
         ``test(X, Y)``.
     pvalue : float, ndarray or pandas.Series
-        The permutation p-value(s), at least ``1 / (n_permutations + 1)``.
+        The permutation p-value(s), at least ``1 / (n_permutations + 1)``; for the
+        asymptotic conditional test, the limit distribution's tail.
     null_mean : float, ndarray or pandas.Series
         The mean estimate over the permutations: the estimator's floor, the value it gives
         to independent data of the same marginals and size.
     n_permutations : int
-        Permutations drawn.
+        Permutations drawn (0 for the asymptotic conditional test).
     method : str
         How the p-value was found: ``"permutation"`` (Y's rows, or each column, shuffled
         among all rows), ``"permutation, random projections"`` (the multivariate distance
         test beyond ``8,192`` rows: the statistic over random one-dimensional projections of X
-        and Y, in memory linear in the rows) or ``"local permutation"`` (given Z: Y's rows
-        shuffled within groups of nearly equal Z).
+        and Y, in memory linear in the rows), ``"local permutation"`` (given Z: Y's rows
+        shuffled within groups of nearly equal Z) or ``"asymptotic, random frequencies"``
+        (the conditional distance test from ``10,000`` rows: the covariance, within groups
+        of nearly equal Z, of features of the residuals' characteristic functions at random
+        frequencies, against its Gaussian limit; linear in the rows).
 
     Unpacking and indexing give ``pvalue, null_mean`` for ``test(Z)`` and ``statistic,
     pvalue`` for ``test(X, Y)``, the tuples of earlier versions; read the attributes by name
@@ -364,6 +371,11 @@ class DependenceScorer(BaseEstimator):
           equal ``Z``; over all rows and, since their relation may change with ``Z``, within
           blocks of rows of nearly equal ``Z`` (the learned test's critic reads ``Z`` beside
           ``X``). Exact where ``Z`` takes few values, approximate for a continuous ``Z``.
+          From 10,000 rows the distance test draws no permutations: it tests the
+          covariance, within groups of nearly equal ``Z``, of the residuals' features at
+          random frequencies (those of the distance covariance's integral) against its
+          Gaussian limit (``result.method`` says so; ``n_permutations`` is not used), in
+          time linear in the rows.
 
         With ``metric="adm"`` the critic trains once, on part of the rows (``critic_params``
         sets how), and the statistic and every permutation are read on the others, which it
@@ -444,7 +456,8 @@ class DependenceScorer(BaseEstimator):
                 n_permutations,
             )
         statistic, p_value, null_mean, method = self._test_samples(X, Y, n_permutations, Z)
-        return DependenceTestResult(statistic, p_value, null_mean, n_permutations, True, method)
+        drawn = 0 if method == _ASYMPTOTIC else n_permutations
+        return DependenceTestResult(statistic, p_value, null_mean, drawn, True, method)
 
     def _test_columns(self, Z, n_permutations):
         Z, rng, device = self._prepare(Z, stream=self.metric == "adm")
@@ -489,6 +502,12 @@ class DependenceScorer(BaseEstimator):
             check_array(A, dtype=np.float64, ensure_min_samples=2, ensure_2d=False) for A in samples
         ]
         X, Y, *Z = (A.reshape(len(A), -1) for A in samples)
+        if Z and self.metric in ("dcor", "dcor_sq") and len(X) >= ASYMPTOTIC_ROWS:
+            seed = int(rng.randint(np.iinfo(np.int32).max))
+            statistic, p_value, null_mean = asymptotic_conditional_test(X, Y, Z[0], seed)
+            if self.metric == "dcor":
+                statistic, null_mean = np.sqrt(statistic), np.sqrt(null_mean)
+            return float(statistic), p_value, float(null_mean), _ASYMPTOTIC
         groups = blocks = None
         if Z:  # residuals given Z, permuted within groups of nearly equal Z
             Z = Z[0]

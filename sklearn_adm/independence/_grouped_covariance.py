@@ -1,0 +1,286 @@
+"""The conditional distance test at many rows: an asymptotic null in place of permutations.
+
+From :data:`ASYMPTOTIC_ROWS` rows, ``DependenceScorer("dcor").test(X, Y, Z=Z)``:
+
+1. predicts X and Y from Z by the kernel ridge regression of
+   :func:`~sklearn_adm.independence._conditional.smooth_regression`, fitted on some
+   thousands of the rows (:func:`residuals_given`);
+2. orders the rows along Z (by one column, by value, or along a Morton curve of the
+   columns' quantiles) and cuts them into groups of about :data:`GROUP_ROWS` rows of nearly
+   equal Z (:func:`groups_along`);
+3. maps the residuals to features of their characteristic functions at random frequencies,
+   the form in which the distance covariance is defined (Székely et al. 2007, eq. 2.5):
+   ``cos(s x)`` and ``sin(s x)`` of X's residuals, of X's residuals beside their group's
+   mean Z (the relation may change with Z) and of Y's residuals
+   (:func:`frequency_features`);
+4. removes each feature's mean within each group: what is left of a smooth function of Z
+   (in the residuals, or in their scale) is nearly constant within a group;
+5. tests that X's features and Y's have no covariance: with ``G_g`` the sum over group g's
+   rows of the products ``u v^T``, ``T = |sum_g G_g|^2 / n``. Given Z, under conditional
+   independence the ``G_g`` are independent with mean near 0, so ``T`` tends to
+   ``sum_j l_j chi2_1``, ``l`` the eigenvalues of their covariance; the p-value is Imhof's
+   (1961) integral (:func:`weighted_chi2_sf`).
+
+Time and memory are linear in the rows but for the sorts (doc/design/asymptotic-conditional-test).
+"""
+
+import numpy as np
+from scipy import integrate
+from threadpoolctl import threadpool_limits
+
+from ._conditional import smooth_regression
+
+#: rows from which the conditional distance test is asymptotic (design/conditional-test:
+#: its level over 200 null draws at 10,000, 20,000 and 100,000 rows)
+ASYMPTOTIC_ROWS = 10_000
+#: the regressions on Z are fitted on one row in ``FIT_SHARE``, at least ``FIT_ROWS`` (the
+#: residuals are of every row). The estimation error of a fit on few rows wiggles within the
+#: groups, where the groups' means cannot remove it: of 200 draws of ``null-3z`` at 100,000
+#: rows, fits on 4,111 rows rejected 0.080, on 12,649 0.050; at 20,000 rows fits on 1,024
+#: rows rejected 0.105, on 2,048 0.055
+FIT_ROWS = 2048
+FIT_SHARE = 8
+#: landmarks of those regressions
+FIT_LANDMARKS = 100
+#: rows of those on which their bandwidths are compared
+SELECT_ROWS = 512
+#: rows per group of nearly equal Z (the last group of a run takes the rows left over)
+GROUP_ROWS = 8
+#: random frequencies per feature set (each gives a cosine and a sine)
+FREQUENCIES = 3
+#: the part of Imhof's integral left out beyond its upper limit, at most
+_IMHOF_ERROR = 1e-10
+#: turns of the sine up to which that integral is taken over a finite interval; beyond, a
+#: Fourier quadrature takes its tail to infinity
+_FINITE_TURNS = 50
+#: rows of the samples that the groups' quantiles and the check for a discrete Z read
+_SAMPLE_ROWS = 4096
+#: p-values below this are reported as Chernoff's bound, an upper bound of the p-value
+#: (Imhof's integral loses its accuracy there)
+_SMALLEST_P = 1e-8
+
+
+def residuals_given(A, Z, random_state):
+    """``A`` less its prediction from ``Z`` by :func:`smooth_regression`, fitted on
+    ``max(FIT_ROWS, n // FIT_SHARE)`` rows drawn at random. Under conditional
+    independence the residuals of X and of Y stay independent given Z: each is a function
+    of its own sample and of Z."""
+    rng = np.random.RandomState(random_state)
+    fit_rows = max(FIT_ROWS, len(A) // FIT_SHARE)
+    fit = rng.permutation(len(A))[:fit_rows]
+    predict = smooth_regression(
+        Z[fit], A[fit], random_state, landmarks=FIT_LANDMARKS, select_rows=SELECT_ROWS
+    )
+    return A - predict(Z)
+
+
+def groups_along(Z):
+    """An order of the rows along ``Z`` and the group of each row in that order: runs of
+    ``GROUP_ROWS`` consecutive rows, the last run of a value longer. One column is sorted;
+    several follow a Morton (Z-order) curve of their quantiles, which keeps rows that are
+    near in every column near in the order. Rows that share a value of a Z that takes few
+    values (at most one value per ``GROUP_ROWS`` rows) are grouped only among themselves:
+    their groups are exact."""
+    n, d = Z.shape
+    # equal rows have equal projections on a random direction, unequal rows (almost surely)
+    # not: one sort finds the values, and orders a single column. Several columns with no
+    # repeated row in a sample are not discrete: they need no such sort.
+    projection = Z @ np.random.RandomState(0).standard_normal(d)
+    sample = projection[:: max(1, n // _SAMPLE_ROWS)]
+    runs = np.zeros(n, dtype=np.int64)
+    if d == 1 or len(np.unique(sample)) < len(sample):
+        order = np.argsort(projection, kind="stable")
+        new_value = np.r_[True, np.diff(projection[order]) != 0]
+        if np.count_nonzero(new_value) <= n // GROUP_ROWS:  # discrete: runs are the values
+            runs = np.cumsum(new_value)
+        elif d > 1:
+            order = np.argsort(_morton_code(Z), kind="stable")
+    else:
+        order = np.argsort(_morton_code(Z), kind="stable")
+    starts = np.flatnonzero(np.r_[True, runs[1:] != runs[:-1]])
+    lengths = np.diff(np.r_[starts, n])
+    position = np.arange(n) - np.repeat(starts, lengths)
+    # the k-th run of GROUP_ROWS rows of a run, the rows left over joining the last one
+    full = np.maximum(lengths // GROUP_ROWS, 1)
+    within = np.minimum(position // GROUP_ROWS, np.repeat(full, lengths) - 1)
+    groups = np.repeat(np.cumsum(full) - full, lengths) + within
+    return order, groups
+
+
+def _morton_code(Z):
+    """Each row's place on a Morton curve of the columns' quantiles: the bits of each
+    column's quantile level, interleaved from the most significant, about ``log2(n) + 3``
+    bits in all."""
+    n, d = Z.shape
+    bits = max(1, min(63 // d, int(np.ceil((np.log2(n) + 3) / d))))
+    # each column cut at its quantiles (estimated on a sample): its rank's top bits
+    sample = Z[:: max(1, n // _SAMPLE_ROWS)]
+    edges = np.quantile(sample, np.arange(1, 2**bits) / 2**bits, axis=0)
+    levels = np.empty((n, d), dtype=np.uint64)
+    for j in range(d):
+        levels[:, j] = np.searchsorted(edges[:, j], Z[:, j], side="right")
+    shifts = np.arange(d - 1, -1, -1, dtype=np.uint64)  # column j's bit goes to place d-1-j
+    code = np.zeros(n, dtype=np.uint64)
+    for bit in range(bits - 1, -1, -1):
+        chunk = ((levels >> np.uint64(bit)) & np.uint64(1)) << shifts
+        code = (code << np.uint64(d)) | np.bitwise_or.reduce(chunk, axis=1)
+    return code
+
+
+def frequency_features(A, n_frequencies, rng):
+    """``cos(A s_k)`` and ``sin(A s_k)`` ``(n, 2 n_frequencies)`` at frequencies ``s_k``
+    drawn from the multivariate Cauchy density, each weighted by ``sqrt(1 + 1 / |s_k|^2)``:
+    for one column, the distance covariance's weight ``1 / s^2`` over that density, so that
+    the features' covariances average to the distance covariance (Székely et al. 2007,
+    eq. 2.5). The weights keep the features bounded by ``1 + |A|``, for any number of
+    columns; a low frequency's sine is nearly the column itself."""
+    frequencies = rng.standard_normal((A.shape[1], n_frequencies))
+    frequencies /= np.abs(rng.standard_normal(n_frequencies))  # a normal over |normal|: Cauchy
+    weights = np.sqrt(1 + 1 / np.sum(frequencies**2, axis=0))
+    phases = (A @ frequencies).astype(np.float32)  # float32's cos and sin are vectorised
+    return np.hstack([np.cos(phases) * weights, np.sin(phases) * weights])
+
+
+def grouped_covariance_test(U, V, groups):
+    """The test of step 5 on features ``U`` ``(n, p)`` and ``V`` ``(n, q)`` whose rows are in
+    the order of ``groups`` (consecutive labels): ``(statistic, p_value, null_mean)``. The
+    statistic is the squared correlation of the features (their cross-covariance's squared
+    Frobenius norm over the product of their covariances' norms, as distance correlation
+    normalises distance covariance), within groups, in [0, 1]; ``null_mean`` its mean under
+    conditional independence."""
+    n = len(U)
+    sizes = np.bincount(groups)
+    starts = np.cumsum(sizes) - sizes
+    place = np.arange(n) - np.repeat(starts, sizes)
+    padded = []
+    for features in (U, V):  # (groups, largest group, features), zeros where no row
+        means = np.add.reduceat(features, starts) / sizes[:, None]
+        stacked = np.zeros((len(sizes), sizes.max(), features.shape[1]))
+        stacked[groups, place] = features - means[groups]
+        padded.append(stacked)
+    U, V = padded
+    sums = np.matmul(U.transpose(0, 2, 1), V).reshape(len(sizes), -1)  # G_g, (groups, p q)
+    total = sums.sum(axis=0)
+    statistic = total @ total / n
+    spread = sums - total / len(sizes)
+    eigenvalues = np.linalg.eigvalsh(spread.T @ spread / n)
+    p_value = weighted_chi2_sf(statistic, eigenvalues)
+    # statistic / n is the cross-covariance's squared norm; each covariance's norm is
+    # that of its sum of products over n
+    norm = np.sqrt(_squared_norm(U) * _squared_norm(V)) / n
+    return statistic / norm, p_value, eigenvalues.sum() / norm
+
+
+def _squared_norm(padded):
+    """The squared Frobenius norm of the sum over rows of ``u u^T``."""
+    rows = padded.reshape(-1, padded.shape[-1])
+    return np.sum((rows.T @ rows) ** 2)
+
+
+def weighted_chi2_sf(x, weights):
+    """``P(sum_j w_j chi2_1 > x)`` by Imhof's (1961) integral, for non-negative weights;
+    below ``_SMALLEST_P``, Chernoff's bound ``min_t exp(-t x) prod (1 - 2 t w_j)^(-1/2)``.
+    The integrand decays as ``u^(-1 - r/2)`` for ``r`` weights, and oscillates."""
+    weights = weights[weights > 1e-12 * max(weights.max(), 0)]
+    if len(weights) == 0:  # no variance: a statistic of 0
+        return 1.0
+    t = np.linspace(0, 0.499, 100)[:, None] / weights.max()
+    bound = np.exp(np.min(-t[:, 0] * x - 0.5 * np.log1p(-2 * t * weights).sum(axis=1)))
+    if bound < _SMALLEST_P:
+        return float(bound)
+
+    def phase(u):  # theta(u) = phase(u) - x u / 2
+        return 0.5 * np.sum(np.arctan(weights * u))
+
+    def envelope(u):  # 1 / (u rho(u))
+        return np.exp(-0.25 * np.sum(np.log1p((weights * u) ** 2))) / u
+
+    # beyond ``end`` the integral is under _IMHOF_ERROR (Imhof 1961, eq. 3.4): where the
+    # weights are many and alike, a short interval of a few turns of the sine
+    # (any subset of the weights bounds the envelope: the large ones bound it tightest)
+    large = weights[weights >= 1e-3 * weights.max()]
+    r = len(large)
+    log_end = (np.log(2 / (np.pi * r * _IMHOF_ERROR)) - 0.5 * np.sum(np.log(large))) / (r / 2)
+    end = np.exp(min(log_end, 700))
+    if x * end / (2 * np.pi) <= _FINITE_TURNS:
+        # p-values need an absolute accuracy, not a relative one: a relative one near
+        # p = 1/2 (an integral near 0) is roundoff
+        integral = integrate.quad(
+            lambda u: np.sin(phase(u) - 0.5 * x * u) * envelope(u),
+            0,
+            end,
+            epsabs=_IMHOF_ERROR,
+            epsrel=0,
+            limit=500,
+        )[0]
+        return float(np.clip(0.5 + integral / np.pi, 0.0, 1.0))
+    # else the envelope decays slowly (few weights, or one far above the rest): up to
+    # ``start`` the integrand is smooth; beyond, sin(theta) = sin(phase) cos(x u / 2) -
+    # cos(phase) sin(x u / 2), slowly varying amplitudes times a Fourier kernel, which
+    # QUADPACK's QAWF takes to infinity
+    start = 1 / weights.max()
+    integral = integrate.quad(lambda u: np.sin(phase(u) - 0.5 * x * u) * envelope(u), 0, start)[0]
+    for amplitude, kernel, sign in ((np.sin, "cos", 1), (np.cos, "sin", -1)):
+        part = integrate.quad(
+            lambda u, a=amplitude: a(phase(u)) * envelope(u),
+            start,
+            np.inf,
+            weight=kernel,
+            wvar=x / 2,
+        )[0]
+        integral += sign * part
+    return float(np.clip(0.5 + integral / np.pi, 0.0, 1.0))
+
+
+def asymptotic_conditional_test(X, Y, Z, random_state):
+    """Steps 1-5 on ``X`` ``(n, p)``, ``Y`` ``(n, q)`` and ``Z`` ``(n, r)``:
+    ``(statistic, p_value, null_mean)`` of :func:`grouped_covariance_test`. On one thread:
+    its products are small (two threads gain nothing on an idle machine, and beside a busy
+    process the group sums took 5x longer on two)."""
+    with threadpool_limits(limits=1):
+        return _asymptotic_conditional_test(X, Y, Z, random_state)
+
+
+def _asymptotic_conditional_test(X, Y, Z, random_state):
+    rng = np.random.RandomState(random_state)
+    order, groups = groups_along(Z)
+    X, Y, Z = X[order], Y[order], Z[order]
+    samples = np.hstack([X, Y])
+    residuals = residuals_given(samples, Z, random_state)
+    sizes = np.bincount(groups)
+    starts = np.cumsum(sizes) - sizes
+
+    def of_group(A):  # each row's group's mean of A
+        return (np.add.reduceat(A, starts) / sizes[:, None])[groups]
+
+    # Within a group only the residuals vary: beside them, X's residuals with the group's
+    # mean Z, and each sample rebuilt from its residuals and the group's mean prediction
+    # (X = f(Z) + e keeps Z's part and e's at one frequency, as a relation of Y to X does,
+    # cos(2 X) = cos(2 f(Z) + 2 e), when it changes with Z). A row's own Z would carry Z's
+    # small differences within the group into the features, which Y's may share.
+    rebuilt = _standardized(of_group(samples - residuals) + residuals)
+    residuals = _standardized(residuals)
+    p = X.shape[1]
+    U = np.hstack(
+        [
+            frequency_features(residuals[:, :p], FREQUENCIES, rng),
+            frequency_features(
+                np.hstack([residuals[:, :p], of_group(_standardized(Z))]), FREQUENCIES, rng
+            ),
+            frequency_features(rebuilt[:, :p], FREQUENCIES, rng),
+        ]
+    )
+    V = np.hstack(
+        [
+            frequency_features(residuals[:, p:], FREQUENCIES, rng),
+            frequency_features(rebuilt[:, p:], FREQUENCIES, rng),
+        ]
+    )
+    return grouped_covariance_test(U, V, groups)
+
+
+def _standardized(A):
+    """Columns less their mean, over their standard deviation (a constant column: zeros);
+    ``sklearn.preprocessing.scale``, whose checks for missing values take 3x longer."""
+    spread = A.std(axis=0)
+    return (A - A.mean(axis=0)) / np.where(spread > 0, spread, 1)

@@ -1,0 +1,123 @@
+"""The conditional distance test from ASYMPTOTIC_ROWS rows: its parts and its level."""
+
+import dcor
+import numpy as np
+import pytest
+from scipy import stats
+from test_conditional import chain
+
+from sklearn_adm import DependenceScorer
+from sklearn_adm.independence._grouped_covariance import (
+    ASYMPTOTIC_ROWS,
+    GROUP_ROWS,
+    asymptotic_conditional_test,
+    frequency_features,
+    groups_along,
+    weighted_chi2_sf,
+)
+
+
+@pytest.mark.filterwarnings("error")  # QUADPACK's warnings: an integral that did not converge
+def test_weighted_chi2_tail_is_the_chi2_tail_for_equal_weights():
+    for k, x in [(1, 3.84), (2, 0.5), (4, 9.49), (128, 150.0)]:
+        assert weighted_chi2_sf(x, np.ones(k)) == pytest.approx(stats.chi2.sf(x, k), abs=1e-9)
+
+
+def test_weighted_chi2_tail_matches_simulation():
+    rng = np.random.default_rng(0)
+    weights = rng.exponential(size=20) ** 2
+    draws = rng.chisquare(1, size=(200_000, 20)) @ weights
+    for x in np.quantile(draws, [0.5, 0.95, 0.99]):
+        assert weighted_chi2_sf(x, weights) == pytest.approx(np.mean(draws > x), abs=2e-3)
+
+
+def test_no_variance_gives_a_p_value_of_one():
+    assert weighted_chi2_sf(0.0, np.zeros(8)) == 1.0
+
+
+def test_a_far_tail_is_chernoffs_bound_above_the_exact_value():
+    exact = stats.chi2.sf(200.0, 4)  # 5e-42
+    p_value = weighted_chi2_sf(200.0, np.ones(4))
+    assert exact <= p_value < 1e-8
+
+
+def test_the_features_covariances_average_to_the_distance_covariance():
+    """With many frequencies, the mean over frequency pairs of the squared norm of the
+    features' cross-covariance is the V-statistic of the squared distance covariance
+    (Székely et al. 2007, eq. 2.5: the weighted integral of the empirical characteristic
+    functions' difference)."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(300, 1))
+    y = x**2 + 0.5 * rng.normal(size=(300, 1))
+    frequencies = 3000
+    U = frequency_features(x, frequencies, rng)
+    V = frequency_features(y, frequencies, rng)
+    U, V = U - U.mean(axis=0), V - V.mean(axis=0)
+    estimate = np.sum((U.T @ V / 300) ** 2) / frequencies**2
+    exact = dcor.distance_covariance_sqr(x[:, 0], y[:, 0])
+    assert estimate == pytest.approx(exact, rel=0.1)
+
+
+def test_groups_are_runs_of_nearby_rows():
+    rng = np.random.default_rng(0)
+    z = rng.uniform(size=(1003, 1))
+    order, groups = groups_along(z)
+    assert sorted(order) == list(range(1003))
+    sizes = np.bincount(groups)
+    assert np.all(np.diff(groups) >= 0) and sizes.min() == GROUP_ROWS
+    assert sizes.sum() == 1003 and sizes.max() == GROUP_ROWS + 3
+    spans = np.maximum.reduceat(z[order, 0], np.cumsum(sizes) - sizes) - np.minimum.reduceat(
+        z[order, 0], np.cumsum(sizes) - sizes
+    )
+    assert np.median(spans) < 2 * GROUP_ROWS / 1003
+
+
+def test_groups_of_a_discrete_z_hold_one_value_each():
+    rng = np.random.default_rng(0)
+    z = rng.integers(0, 5, size=(400, 2)).astype(float)
+    order, groups = groups_along(z)
+    for group in np.unique(groups):
+        assert len(np.unique(z[order][groups == group], axis=0)) == 1
+
+
+def test_groups_along_several_columns_are_local():
+    rng = np.random.default_rng(0)
+    z = rng.uniform(size=(20_000, 2))
+    order, groups = groups_along(z)
+    starts = np.flatnonzero(np.r_[True, np.diff(groups) > 0])
+    spans = np.maximum.reduceat(z[order], starts) - np.minimum.reduceat(z[order], starts)
+    # a square of 8 of 20,000 uniform points has sides of 0.02
+    assert np.median(spans.max(axis=1)) < 0.05
+
+
+def test_level_over_null_draws_and_power_on_an_edge():
+    """20 draws of a chain at 10,000 rows: at a level of 0.05, three or more rejections have
+    a chance of 0.08; a null whose smooth part of Z were left in the features would be
+    rejected every time. The same chain with an edge X -> Y is found."""
+    rng = np.random.default_rng(0)
+    p_values = [asymptotic_conditional_test(*chain(10_000, rng), seed)[1] for seed in range(20)]
+    assert sum(p <= 0.05 for p in p_values) <= 2
+    assert stats.kstest(p_values, "uniform").pvalue > 0.01
+    statistic, p_value, null_mean = asymptotic_conditional_test(*chain(10_000, rng, 0.1), 0)
+    assert p_value < 1e-6 and statistic > 5 * null_mean
+
+
+def test_a_relation_that_turns_with_z_is_found():
+    """Y = 0.5 sign(Z) e1 + e2 with X = Z + e1: over all rows the residuals' covariance
+    averages out; X's features beside Z keep it."""
+    rng = np.random.default_rng(1)
+    z, e1, e2 = rng.normal(size=(3, 10_000))
+    x, y = z + e1, 0.3 * np.sign(z) * e1 + e2
+    assert asymptotic_conditional_test(x[:, None], y[:, None], z[:, None], 0)[1] < 1e-4
+
+
+def test_the_scorer_says_which_test_it_ran():
+    rng = np.random.default_rng(2)
+    x, y, z = chain(ASYMPTOTIC_ROWS, rng, direct=0.2)
+    result = DependenceScorer("dcor", max_samples=None, random_state=0).test(x, y, Z=z)
+    assert result.method == "asymptotic, random frequencies" and result.n_permutations == 0
+    assert 0 < result.null_mean < result.statistic <= 1 and result.pvalue < 1e-6
+    squared = DependenceScorer("dcor_sq", max_samples=None, random_state=0).test(x, y, Z=z)
+    assert squared.statistic == pytest.approx(result.statistic**2)
+    below = DependenceScorer("dcor", max_samples=ASYMPTOTIC_ROWS - 1, random_state=0)
+    assert below.test(x, y, Z=z, n_permutations=19).method == "local permutation"
