@@ -121,3 +121,13 @@ def test_the_scorer_says_which_test_it_ran():
     assert squared.statistic == pytest.approx(result.statistic**2)
     below = DependenceScorer("dcor", max_samples=ASYMPTOTIC_ROWS - 1, random_state=0)
     assert below.test(x, y, Z=z, n_permutations=19).method == "local permutation"
+
+
+@pytest.mark.filterwarnings("error")
+def test_a_constant_sample_is_independent_without_warnings():
+    rng = np.random.default_rng(3)
+    x, y, z = chain(ASYMPTOTIC_ROWS, rng)
+    result = DependenceScorer("dcor", max_samples=None, random_state=0).test(
+        np.ones_like(x), y, Z=z
+    )
+    assert (result.statistic, result.pvalue, result.null_mean) == (0.0, 1.0, 0.0)

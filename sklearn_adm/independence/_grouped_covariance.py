@@ -71,7 +71,12 @@ def residuals_given(A, Z, random_state):
     predict = smooth_regression(
         Z[fit], A[fit], random_state, landmarks=FIT_LANDMARKS, select_rows=SELECT_ROWS
     )
-    return A - predict(Z)
+    residuals = A - predict(Z)
+    # a column that Z predicts to its rounding (a constant one) has no residual: what is
+    # left is rounding, which standardising would blow up
+    exact = residuals.std(axis=0) <= 1e-10 * np.abs(A).max(axis=0)
+    residuals[:, exact] = 0
+    return residuals
 
 
 def groups_along(Z):
@@ -154,9 +159,11 @@ def grouped_covariance_test(U, V, groups):
     place = np.arange(n) - np.repeat(starts, sizes)
     padded = []
     for features in (U, V):  # (groups, largest group, features), zeros where no row
-        means = np.add.reduceat(features, starts) / sizes[:, None]
+        centred = features - (np.add.reduceat(features, starts) / sizes[:, None])[groups]
+        # a feature constant within every group (to its rounding) says nothing
+        centred[:, np.abs(centred).max(axis=0) <= 1e-10 * np.abs(features).max(axis=0)] = 0
         stacked = np.zeros((len(sizes), sizes.max(), features.shape[1]))
-        stacked[groups, place] = features - means[groups]
+        stacked[groups, place] = centred
         padded.append(stacked)
     U, V = padded
     sums = np.matmul(U.transpose(0, 2, 1), V).reshape(len(sizes), -1)  # G_g, (groups, p q)
@@ -168,6 +175,8 @@ def grouped_covariance_test(U, V, groups):
     # statistic / n is the cross-covariance's squared norm; each covariance's norm is
     # that of its sum of products over n
     norm = np.sqrt(_squared_norm(U) * _squared_norm(V)) / n
+    if norm == 0:  # a constant sample (or one Z predicts exactly): nothing to relate
+        return 0.0, p_value, 0.0
     return statistic / norm, p_value, eigenvalues.sum() / norm
 
 
