@@ -97,7 +97,6 @@ def test_level_over_null_draws_and_power_on_an_edge():
     rng = np.random.default_rng(0)
     p_values = [asymptotic_conditional_test(*chain(10_000, rng), seed)[1] for seed in range(20)]
     assert sum(p <= 0.05 for p in p_values) <= 2
-    assert stats.kstest(p_values, "uniform").pvalue > 0.01
     statistic, p_value, null_mean = asymptotic_conditional_test(*chain(10_000, rng, 0.1), 0)
     assert p_value < 1e-6 and statistic > 5 * null_mean
 
