@@ -125,7 +125,7 @@ def smooth_regression(Z, A, random_state, landmarks=LANDMARKS, select_rows=None)
         prediction = np.empty((len(Z_new), A.shape[1]))
         widths = np.unique(best)
         # a chunk of rows at a time: its kernel columns stay in cache from the distances to
-        # the product (at 100,000 rows, 2.2x faster than whole columns)
+        # the product (at 100,000 rows, about twice as fast as whole columns)
         for start in range(0, len(Z_new), _PREDICT_ROWS):
             rows = slice(start, start + _PREDICT_ROWS)
             to_new = _squared_distances(Z_new[rows], centres)

@@ -96,14 +96,14 @@ def groups_along(Z):
     projection = Z @ np.random.RandomState(0).standard_normal(d)
     sample = projection[:: max(1, n // _SAMPLE_ROWS)]
     runs = np.zeros(n, dtype=np.int64)
+    discrete = False
     if d == 1 or len(np.unique(sample)) < len(sample):
         order = np.argsort(projection, kind="stable")
         new_value = np.r_[True, np.diff(projection[order]) != 0]
-        if np.count_nonzero(new_value) <= n // GROUP_ROWS:  # discrete: runs are the values
+        discrete = np.count_nonzero(new_value) <= n // GROUP_ROWS
+        if discrete:  # the runs are the values' rows
             runs = np.cumsum(new_value)
-        elif d > 1:
-            order = np.argsort(_morton_code(Z), kind="stable")
-    else:
+    if d > 1 and not discrete:
         order = np.argsort(_morton_code(Z), kind="stable")
     starts = np.flatnonzero(np.r_[True, runs[1:] != runs[:-1]])
     lengths = np.diff(np.r_[starts, n])
