@@ -10,9 +10,9 @@ From :data:`ASYMPTOTIC_ROWS` rows, ``DependenceScorer("dcor").test(X, Y, Z=Z)``:
    equal Z (:func:`groups_along`);
 3. maps the residuals to features of their characteristic functions at random frequencies,
    the form in which the distance covariance is defined (Székely et al. 2007, eq. 2.5):
-   ``cos(s x)`` and ``sin(s x)`` of X's residuals, of X's residuals beside their group's
-   mean Z (the relation may change with Z) and of Y's residuals
-   (:func:`frequency_features`);
+   ``cos(s x)`` and ``sin(s x)`` of each sample's residuals, of its residuals beside their
+   group's mean Z (the relation may change with Z), and of the sample rebuilt from its
+   residuals and its group's mean prediction (:func:`frequency_features`);
 4. removes each feature's mean within each group: what is left of a smooth function of Z
    (in the residuals, or in their scale) is nearly constant within a group;
 5. tests that X's features and Y's have no covariance: with ``G_g`` the sum over group g's
@@ -272,29 +272,28 @@ def _asymptotic_conditional_test(X, Y, Z, random_state):
     def of_group(A):  # each row's group's mean of A
         return (np.add.reduceat(A, starts) / sizes[:, None])[groups]
 
-    # Within a group only the residuals vary: beside them, X's residuals with the group's
+    # Within a group only the residuals vary: beside them, the residuals with the group's
     # mean Z, and each sample rebuilt from its residuals and the group's mean prediction
     # (X = f(Z) + e keeps Z's part and e's at one frequency, as a relation of Y to X does,
     # cos(2 X) = cos(2 f(Z) + 2 e), when it changes with Z). A row's own Z would carry Z's
-    # small differences within the group into the features, which Y's may share.
+    # small differences within the group into the features, which the other sample's may
+    # share.
     rebuilt = _standardized(of_group(samples - residuals) + residuals)
     residuals = _standardized(residuals)
+    z_of_group = of_group(_standardized(Z))
+
+    def features(columns):  # one sample's three sets
+        own = residuals[:, columns]
+        return np.hstack(
+            [
+                frequency_features(own, FREQUENCIES, rng),
+                frequency_features(np.hstack([own, z_of_group]), FREQUENCIES, rng),
+                frequency_features(rebuilt[:, columns], FREQUENCIES, rng),
+            ]
+        )
+
     p = X.shape[1]
-    U = np.hstack(
-        [
-            frequency_features(residuals[:, :p], FREQUENCIES, rng),
-            frequency_features(
-                np.hstack([residuals[:, :p], of_group(_standardized(Z))]), FREQUENCIES, rng
-            ),
-            frequency_features(rebuilt[:, :p], FREQUENCIES, rng),
-        ]
-    )
-    V = np.hstack(
-        [
-            frequency_features(residuals[:, p:], FREQUENCIES, rng),
-            frequency_features(rebuilt[:, p:], FREQUENCIES, rng),
-        ]
-    )
+    U, V = features(slice(None, p)), features(slice(p, None))
     return grouped_covariance_test(U, V, groups)
 
 
