@@ -102,7 +102,7 @@ def test_level_over_null_draws_and_power_on_an_edge():
 
 
 def test_a_relation_that_turns_with_z_is_found():
-    """Y = 0.5 sign(Z) e1 + e2 with X = Z + e1: over all rows the residuals' covariance
+    """Y = 0.3 sign(Z) e1 + e2 with X = Z + e1: over all rows the residuals' covariance
     averages out; the features beside Z keep it."""
     rng = np.random.default_rng(1)
     z, e1, e2 = rng.normal(size=(3, 10_000))
