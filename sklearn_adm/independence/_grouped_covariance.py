@@ -179,7 +179,8 @@ def grouped_covariance_test(U, V, groups):
     p_value = weighted_chi2_sf(statistic, eigenvalues)
     # the largest product alone, each standardised: a relation that few products carry
     scale = np.sqrt(np.diag(covariance) * n)
-    largest = np.max(np.abs(total[scale > 0]) / scale[scale > 0], initial=0.0)
+    varies = scale > 0
+    largest = np.max(np.abs(total[varies]) / scale[varies], initial=0.0)
     p_largest = min(1.0, 2 * len(total) * stats.norm.sf(largest))
     p_value = min(1.0, 2 * min(p_value, p_largest))
     # statistic / n is the cross-covariance's squared norm; each covariance's norm is
