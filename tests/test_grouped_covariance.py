@@ -3,13 +3,15 @@
 import dcor
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import integrate, stats
 from test_conditional import chain
 
 from sklearn_adm import DependenceScorer
 from sklearn_adm.independence._grouped_covariance import (
     ASYMPTOTIC_ROWS,
     GROUP_ROWS,
+    _imhof_end,
+    _morton_code,
     asymptotic_conditional_test,
     frequency_features,
     groups_along,
@@ -29,6 +31,33 @@ def test_weighted_chi2_tail_matches_simulation():
     draws = rng.chisquare(1, size=(200_000, 20)) @ weights
     for x in np.quantile(draws, [0.5, 0.95, 0.99]):
         assert weighted_chi2_sf(x, weights) == pytest.approx(np.mean(draws > x), abs=2e-3)
+
+
+def test_weighted_chi2_tail_with_hundreds_of_weights_matches_simulation():
+    """The test's case: hundreds of weights, a few large, the rest small (a spectrum of
+    the group sums' covariance); Imhof's integral then ends near its true end."""
+    rng = np.random.default_rng(1)
+    weights = np.sort(rng.exponential(size=300) ** 3)[::-1]
+    draws = rng.chisquare(1, size=(100_000, 300)) @ weights
+    for x in np.quantile(draws, [0.5, 0.95, 0.99]):
+        assert weighted_chi2_sf(x, weights) == pytest.approx(np.mean(draws > x), abs=3e-3)
+
+
+def test_imhof_integral_beyond_its_end_is_under_its_error():
+    """The rest of the integrand's envelope beyond ``_imhof_end``, over pi, is under
+    1e-10, and the end is not far beyond where it is: the rest from two thirds of it is
+    above 1e-13."""
+    rng = np.random.default_rng(2)
+    for weights in (rng.exponential(size=300) ** 3, np.ones(40), rng.uniform(0.1, 1, 12)):
+        end = _imhof_end(weights)
+
+        def envelope(u, weights=weights):
+            return np.exp(-0.25 * np.sum(np.log1p((weights * u) ** 2))) / u
+
+        def rest(start):
+            return integrate.quad(envelope, start, np.inf, epsabs=1e-16, limit=200)[0] / np.pi
+
+        assert 1e-13 < rest(2 * end / 3) and rest(end) < 1e-10
 
 
 def test_no_variance_gives_a_p_value_of_one():
@@ -88,6 +117,20 @@ def test_groups_along_several_columns_are_local():
     spans = np.maximum.reduceat(z[order], starts) - np.minimum.reduceat(z[order], starts)
     # a square of 8 of 20,000 uniform points has sides of 0.02
     assert np.median(spans.max(axis=1)) < 0.05
+
+
+def test_morton_code_interleaves_the_columns_quantile_bits():
+    """Two columns at 1,024 rows take 7 bits each: a row's code has column 0's top bit
+    first, then column 1's, and so on; each column's bits are its rank's."""
+    rng = np.random.default_rng(3)
+    z = rng.permutation(np.c_[np.arange(1024), 1023 - np.arange(1024)].astype(float))
+    code = _morton_code(z)
+    levels = (z * 128 // 1024).astype(np.uint64)  # each column's quantile level, 7 bits
+    expected = np.zeros(1024, dtype=np.uint64)
+    for bit in range(6, -1, -1):
+        for j in range(2):
+            expected = (expected << np.uint64(1)) | ((levels[:, j] >> np.uint64(bit)) & 1)
+    assert np.array_equal(code, expected)
 
 
 def test_level_over_null_draws_and_power_on_an_edge():

@@ -191,6 +191,23 @@ def test_the_callers_blas_threads_are_given_back(cores):
     assert after == before
 
 
+def test_one_thread_limits_the_blas_inside_and_gives_it_back():
+    def blas():
+        return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+    before = blas()
+    with runtime_threads.one_thread():
+        assert set(blas()) == {1}
+    assert blas() == before
+
+
+def test_one_thread_lists_the_libraries_again_after_an_import(monkeypatch):
+    listed = runtime_threads._controller()
+    assert runtime_threads._controller() is listed  # no import since: the same list
+    monkeypatch.setitem(sys.modules, "a_module_with_its_own_blas", object())
+    assert runtime_threads._controller() is not listed
+
+
 def test_fits_side_by_side_in_one_process_share_the_free_cores(cores, caller_threads):
     torch.set_num_threads(4)
     with runtime_threads.FitThreads(10**9) as first:

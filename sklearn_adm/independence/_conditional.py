@@ -28,8 +28,8 @@ import numpy as np
 from sklearn.cluster import KMeans
 from sklearn.preprocessing import StandardScaler, scale
 from sklearn.utils import check_random_state
-from threadpoolctl import threadpool_limits
 
+from .._runtime.threads import one_thread
 from ._distance import blockwise_distance_correlation
 
 #: rows per group of nearly equal Z: the permutations shuffle within them
@@ -60,7 +60,7 @@ def cross_fitted_residuals(A, Z, folds, random_state):
     model fitted on the other folds' rows (``folds``: a fold label per row): a kernel ridge
     regression (:func:`smooth_regression`)."""
     residuals = np.empty_like(A)
-    with threadpool_limits(limits=1):  # small products: threads would spin-wait
+    with one_thread():  # small products: threads would spin-wait
         for fold in np.unique(folds):
             fit, predict = folds != fold, folds == fold
             regression = smooth_regression(Z[fit], A[fit], random_state)
@@ -107,9 +107,11 @@ def smooth_regression(Z, A, random_state, landmarks=LANDMARKS, select_rows=None)
         if width not in normalizations:
             normalizations[width] = _nystroem_normalization(np.exp(-gammas[width] * between))
         normalization = normalizations[width]
-        phi = np.exp(-gammas[width] * to_centres[rows]) @ normalization
+        kernel = np.multiply(to_centres[rows], -gammas[width])
+        phi = np.exp(kernel, out=kernel) @ normalization
         phi_mean, centre = phi.mean(axis=0), A[rows].mean(axis=0)
-        coefficients, errors = _ridge_loo(phi - phi_mean, A[rows] - centre, PENALTIES * len(phi))
+        phi -= phi_mean
+        coefficients, errors = _ridge_loo(phi, A[rows] - centre, PENALTIES * len(phi))
         intercepts = centre - phi_mean @ coefficients
         return gammas[width], normalization @ coefficients, intercepts, errors
 
@@ -167,13 +169,17 @@ def _ridge_loo(phi, A, penalties):
     keep = squares > 1e-10 * squares.max()
     squares, V = squares[keep], V[:, keep]
     singular = np.sqrt(squares)
-    U = phi @ V / singular
+    U = phi @ V
+    U /= singular
     projections = U.T @ A  # (r, q)
     shrink = squares / (squares + penalties[:, None])  # (penalties, r)
     fitted = U @ (shrink[:, :, None] * projections)  # (penalties, n, q)
     # a row fitted exactly (leverage 1: a fold of one row) has no leave-one-out residual
     leverage = np.minimum(shrink @ (U**2).T + 1 / len(A), 1 - 1e-9)  # (penalties, n)
-    errors = np.mean(((A - fitted) / (1 - leverage)[:, :, None]) ** 2, axis=1)
+    # (in place: new arrays of this size cost page faults)
+    loo_residuals = np.subtract(A, fitted, out=fitted)
+    loo_residuals /= (1 - leverage)[:, :, None]
+    errors = np.mean(np.square(loo_residuals, out=loo_residuals), axis=1)
     best = np.argmin(errors, axis=0)  # a penalty per column
     weights = singular[:, None] / (squares[:, None] + penalties[best][None, :])
     coefficients = V @ (weights * projections)
@@ -214,7 +220,7 @@ def _cells_of(Z, rows_per_cell, random_state):
     scaled = StandardScaler().fit_transform(Z)
     if len(Z) > KMEANS_ROWS:
         return _median_cells(scaled, rows_per_cell)
-    with threadpool_limits(limits=1, user_api="openmp"):  # small: threads would spin-wait
+    with one_thread("openmp"):  # small: threads would spin-wait
         return KMeans(n_cells, n_init=1, random_state=random_state).fit(scaled).labels_
 
 
