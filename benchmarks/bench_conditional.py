@@ -183,7 +183,7 @@ def main():
                     cells.append(f"{'(not run)':>22}")
                     continue
                 rejected, seconds = rejected_and_seconds(name, draws)
-                cells.append(f"{rejected:>8.2f} {seconds:>7.2f} s/test")
+                cells.append(f"{rejected:>8.3f} {seconds:>7.3f} s/test")
             print(f"{case:<14} {n:>6} " + " ".join(cells), flush=True)
 
 
