@@ -7,6 +7,7 @@ from scipy import integrate, stats
 from test_conditional import chain
 
 from sklearn_adm import DependenceScorer
+from sklearn_adm.independence import _grouped_covariance as grouped_covariance
 from sklearn_adm.independence._grouped_covariance import (
     ASYMPTOTIC_ROWS,
     GROUP_ROWS,
@@ -151,6 +152,20 @@ def test_a_relation_that_turns_with_z_is_found():
     z, e1, e2 = rng.normal(size=(3, 10_000))
     x, y = z + e1, 0.3 * np.sign(z) * e1 + e2
     assert asymptotic_conditional_test(x[:, None], y[:, None], z[:, None], 0)[1] < 1e-4
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_residuals_times_z_find_a_slope_that_turns_with_z(monkeypatch, seed):
+    """Y = 0.1 sign(Z) e1 + e2 with X = Z + e1: the residuals' own features miss it (their
+    covariance averages out over Z); X's residuals times the group's mean Z against Y's
+    residuals carry it."""
+    rng = np.random.default_rng(seed)
+    z, e1, e2 = rng.normal(size=(3, 10_000))
+    x, y, z = (z + e1)[:, None], (0.1 * np.sign(z) * e1 + e2)[:, None], z[:, None]
+    monkeypatch.setattr(grouped_covariance, "FREQUENCIES", {"residuals": 3})
+    assert asymptotic_conditional_test(x, y, z, seed)[1] > 0.1
+    monkeypatch.setattr(grouped_covariance, "FREQUENCIES", {"residuals": 3, "times Z": 3})
+    assert asymptotic_conditional_test(x, y, z, seed)[1] < 1e-6
 
 
 def test_the_scorer_says_which_test_it_ran():
