@@ -150,13 +150,13 @@ def method(name, seed):
 
 
 def rejected_and_seconds(name, draws):
-    """The share of ``draws`` (``(x, y, z)`` triples) that method ``name`` rejects at 0.05,
-    each with its draw's index as seed, and its mean seconds per test."""
+    """A table cell: the share of ``draws`` (``(x, y, z)`` triples) that method ``name``
+    rejects at 0.05, each with its draw's index as seed, and its mean seconds per test."""
     start, p_values = time.perf_counter(), []
     for seed, (x, y, z) in enumerate(draws):
         p_values.append(method(name, seed)(x, y, z))
     seconds = (time.perf_counter() - start) / len(draws)
-    return np.mean(np.array(p_values) <= 0.05), seconds
+    return f"{np.mean(np.array(p_values) <= 0.05):>8.3f} {seconds:>7.3f} s/test"
 
 
 def main():
@@ -182,8 +182,7 @@ def main():
                 if name == "kci" and n > _KCI_ROWS:
                     cells.append(f"{'(not run)':>22}")
                     continue
-                rejected, seconds = rejected_and_seconds(name, draws)
-                cells.append(f"{rejected:>8.3f} {seconds:>7.3f} s/test")
+                cells.append(rejected_and_seconds(name, draws))
             print(f"{case:<14} {n:>6} " + " ".join(cells), flush=True)
 
 

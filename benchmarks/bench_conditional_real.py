@@ -75,10 +75,7 @@ def main():
             draws = [
                 draw(case, scores, k, args.rows, rng, args.effect) for _ in range(args.repeats)
             ]
-            cells = []
-            for name in args.methods:
-                rejected, seconds = rejected_and_seconds(name, draws)
-                cells.append(f"{rejected:>8.3f} {seconds:>7.2f} s/test")
+            cells = [rejected_and_seconds(name, draws) for name in args.methods]
             print(f"{case:<10} {k:>2} " + " ".join(cells), flush=True)
 
 

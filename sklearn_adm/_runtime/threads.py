@@ -134,6 +134,8 @@ class _LoadMeter:
 
 _lock = threading.Lock()
 _meter = None
+#: the thread pools' controller and the number of modules imported when it was made
+_listed = None
 #: fits computing now in this process, which share the free cores
 _active = 0
 #: the threads of the innermost fit computing in this context
@@ -175,9 +177,6 @@ def _controller():
     if _listed is None or _listed[0] != len(sys.modules):
         _listed = (len(sys.modules), ThreadpoolController())
     return _listed[1]
-
-
-_listed = None
 
 
 @functools.cache

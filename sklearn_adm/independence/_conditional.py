@@ -134,16 +134,14 @@ def smooth_regression(Z, A, random_state, landmarks=LANDMARKS, select_rows=None)
         kernel = np.empty_like(to_new)
         for start in range(0, len(Z_new), _PREDICT_ROWS):
             rows = slice(start, start + _PREDICT_ROWS)
-            chunk = len(Z_new[rows])
-            _squared_distances(Z_new[rows], centres, out=to_new[:chunk])
+            block = Z_new[rows]
+            distances = _squared_distances(block, centres, out=to_new[: len(block)])
+            values = kernel[: len(block)]
             for width in widths:
                 gamma, weights, intercepts, _ = fits[width]
                 columns = best == width
-                np.multiply(to_new[:chunk], -gamma, out=kernel[:chunk])
-                np.exp(kernel[:chunk], out=kernel[:chunk])
-                prediction[rows, columns] = (
-                    kernel[:chunk] @ weights[:, columns] + intercepts[columns]
-                )
+                np.exp(np.multiply(distances, -gamma, out=values), out=values)
+                prediction[rows, columns] = values @ weights[:, columns] + intercepts[columns]
         return prediction
 
     return predict
