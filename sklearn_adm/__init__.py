@@ -7,10 +7,6 @@ imports.
 
 import importlib
 
-from . import _legacy
-
-_legacy.install()  # 0.1.0's pickles name its flat modules
-
 #: each public name and the module that defines it
 _MODULES = {
     "ADMCritic": ".nn._critic",

@@ -1,13 +1,9 @@
-"""The package's layout: imports run one way, from the estimators down to the runtime, and
-pickles written by 0.1.0 (a flat layout) still load."""
+"""The package's layout: imports run one way, from the estimators down to the runtime."""
 
 import ast
-import pickle
 from pathlib import Path
 
-import numpy as np
 import pytest
-import torch
 
 import sklearn_adm
 
@@ -26,7 +22,6 @@ LAYERS = {
     "metrics": 5,
     "_cli": 6,
     "__main__": 7,
-    "_legacy": 8,
     "__init__": 9,
 }
 
@@ -104,48 +99,3 @@ def test_the_public_names_live_in_their_parts():
         "PICA": "sklearn_adm.decomposition._pica",
         "training_threads": "sklearn_adm._runtime.threads",
     }
-
-
-@pytest.fixture(scope="module")
-def written_by_0_1_0():
-    with open(Path(__file__).parent / "data" / "sklearn_adm-0.1.0.pkl", "rb") as file:
-        return pickle.load(file)
-
-
-@pytest.mark.parametrize("name", ["PICA", "ICA", "NonlinearPICA", "PICA_partial_fit"])
-def test_models_pickled_by_0_1_0_transform_as_they_did(written_by_0_1_0, name):
-    model, transformed = written_by_0_1_0[name]
-    assert type(model).__module__.startswith("sklearn_adm.decomposition.")
-    np.testing.assert_array_equal(model.transform(written_by_0_1_0["X"]), transformed)
-
-
-def test_a_stream_pickled_by_0_1_0_goes_on(written_by_0_1_0):
-    model, _ = written_by_0_1_0["PICA_partial_fit"]
-    n_iter = model.n_iter_
-    model.partial_fit(written_by_0_1_0["X"][200:])
-    assert model.n_iter_ > n_iter
-
-
-def test_scorer_and_regularizer_pickled_by_0_1_0_compute_as_they_did(written_by_0_1_0):
-    X = written_by_0_1_0["X"]
-    scorer, score = written_by_0_1_0["DependenceScorer"]
-    # to rounding: the BLAS's eigensolver sums in another order on another CPU (1e-15 apart
-    # between the Zen 4 CPU that wrote the file and a Xeon)
-    assert scorer.score(X) == pytest.approx(score, rel=1e-12, abs=0)
-    regularizer, loss = written_by_0_1_0["ADMRegularizer"]
-    with torch.no_grad():
-        assert float(regularizer.loss(torch.as_tensor(X, dtype=torch.float32))) == loss
-
-
-def test_old_module_names_answer_only_for_0_1_0s_modules():
-    from sklearn_adm import _legacy
-
-    with pytest.raises(ModuleNotFoundError):
-        __import__("sklearn_adm._no_such_module")
-    old = __import__("sklearn_adm._game", fromlist=["AdversarialGame"])
-    from sklearn_adm.game._loop import AdversarialGame
-
-    assert old.AdversarialGame is AdversarialGame
-    with pytest.raises(AttributeError, match="_game"):
-        old.no_such_name  # noqa: B018
-    assert set(_legacy.MOVED) >= {"_pica", "_game", "_base", "_stopping", "_critic", "_adam"}

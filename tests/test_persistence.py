@@ -40,6 +40,15 @@ def test_pickle_round_trip(fitted):
     assert_same_model(pickle.loads(pickle.dumps(fitted)), fitted)
 
 
+def test_scorers_round_trip(rng):
+    Z = rng.standard_normal((300, 3))
+    Z[:, 2] += Z[:, 0] ** 2
+    for scorer in (DependenceScorer(), DependenceScorer("adm", random_state=0)):
+        restored = pickle.loads(pickle.dumps(scorer))
+        assert restored.get_params() == scorer.get_params()
+        assert restored.score(Z) == scorer.score(Z)
+
+
 def test_joblib_round_trip(fitted, tmp_path):
     joblib.dump(fitted, tmp_path / "model.joblib")
     assert_same_model(joblib.load(tmp_path / "model.joblib"), fitted)

@@ -328,13 +328,6 @@ class AdversarialGame:
             n_features=self.critic.n_features // n_init,
         )
 
-    def __setstate__(self, state):
-        """A game pickled by 0.1.0 (in the middle of ``partial_fit``) held its policies as
-        flags of its settings: they become the policy objects."""
-        if "selection" not in state:
-            state = _policies_of_0_1_0(state)
-        self.__dict__.update(state)
-
 
 def _read_rules(rules, evaluation):
     """Whether one of the stopping ``rules`` says the game has converged at ``evaluation``,
@@ -345,33 +338,6 @@ def _read_rules(rules, evaluation):
         converged = converged or stop
         readings.update(reading)
     return converged, readings
-
-
-def _policies_of_0_1_0(state):
-    """The state of a game pickled by 0.1.0, with its settings' flags made policies."""
-    from ._confirmation import FreshCriticConfirmation, NoConfirmation
-    from ._selection import StartSelection
-    from ._stopping import IndependenceReached
-
-    settings = state["settings"]
-    flags = settings.__dict__
-    selection = StartSelection(
-        flags["rank_window"],
-        flags["narrowing"],
-        "penalty" if flags["narrow_on_penalty"] else "criterion",
-    )
-    selection.criteria = state.pop("criteria")
-    stopping = (state.pop("stopping"),)
-    if flags["stop_when_independent"]:
-        stopping += (IndependenceReached(),)
-    confirmation = NoConfirmation()
-    if flags["confirm_with_fresh_critic"]:
-        confirmation = FreshCriticConfirmation()
-        confirmation.untrained_critic = state["untrained_critic"]
-        confirmation.verdict = state.get("verdict")
-    for name in ("untrained_critic", "verdict"):
-        state.pop(name, None)
-    return {**state, "stopping": stopping, "selection": selection, "confirmation": confirmation}
 
 
 class _MovingAverage:

@@ -286,10 +286,8 @@ class ADMCritic(nn.Module):
         self.predictor_in.register_post_accumulate_grad_hook(_zero_self_gradient)
 
     def __setstate__(self, state):
-        """Unpickled and deep-copied critics keep the rule: tensors lose their hooks there.
-        A critic pickled by 0.1.0 gets the workspace it had none of."""
+        """Unpickled and deep-copied critics keep the rule: tensors lose their hooks there."""
         super().__setstate__(state)
-        self.__dict__.setdefault("gradient_workspace", _Workspace())
         if self.predictor_in is not None:
             self.predictor_in.register_post_accumulate_grad_hook(_zero_self_gradient)
 
