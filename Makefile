@@ -3,6 +3,10 @@
 # GPU users: `make test TORCH=torch` (or any pip requirement, e.g. TORCH="torch==2.13.0").
 PYTHON ?= python3
 TORCH ?= torch==2.13.0
+# `make test CPU=avx2` (or CPU=default) runs the tests as a CPU with only those instruction
+# sets would (.ci/as-cpu caps torch, MKL, oneDNN, numpy, OpenBLAS and numba); TESTS picks tests
+CPU ?= native
+TESTS ?=
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -22,7 +26,7 @@ demo: $(STAMP)
 	$(BIN)/python -m sklearn_adm demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	AS_CPU_PYTHON=$(BIN)/python .ci/as-cpu $(CPU) $(BIN)/python -m pytest $(TESTS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check sklearn_adm tests examples benchmarks
@@ -36,6 +40,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_dcor.py
 	$(BIN)/python benchmarks/bench_nonlinear_pica.py
 	$(BIN)/python benchmarks/bench_devices.py
+	$(BIN)/python benchmarks/bench_cpu_dispatch.py
 
 # The HTML site in doc/_build/html: every example of the gallery runs; warnings are errors.
 doc: $(DOCS_STAMP)

@@ -34,6 +34,24 @@ def amari_error(unmixing, mixing):
     return 100 * (rows + cols) / (2 * m * (m - 1))
 
 
+def pytest_collection_modifyitems(items):
+    """The doctests print fitted figures: CI runs them again as other CPUs would, with the
+    tests marked ``numerics`` (.ci/run)."""
+    for item in items:
+        if isinstance(item, pytest.DoctestItem):
+            item.add_marker(pytest.mark.numerics)
+
+
+@pytest.fixture
+def short_warmup(monkeypatch):
+    """The critic's warm-up before the first update cut to two steps, for tests that read
+    what a fit returns (shapes, resolved parameters, dtypes), not how good it is."""
+    from sklearn_adm.decomposition import _nonlinear, _pica
+
+    for module in (_nonlinear, _pica):
+        monkeypatch.setattr(module, "_WARMUP_STEPS", 2)
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)

@@ -14,6 +14,8 @@ from sklearn_adm.independence._conditional import (
 )
 from sklearn_adm.independence._distance import blockwise_distance_correlation
 
+pytestmark = pytest.mark.numerics
+
 
 def chain(n, rng, direct=0.0):
     """X -> Z -> Y through nonlinear maps (X independent of Y given Z), plus ``direct`` X in Y."""

@@ -11,6 +11,8 @@ from conftest import held_out_mse, train_critic
 from sklearn_adm import ADMCritic
 from sklearn_adm.nn._critic import _standardize
 
+pytestmark = pytest.mark.numerics
+
 
 def split(z, n_train):
     return z[:n_train], z[n_train:]

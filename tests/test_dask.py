@@ -66,8 +66,8 @@ def test_each_worker_thread_runs_torch_on_one_thread(client):
 @pytest.mark.parametrize(
     "make_model",
     [
-        lambda: PICA(4, max_iter=60, random_state=0),
-        lambda: ICA(4, max_iter=60, random_state=0),
+        lambda: PICA(4, max_iter=20, random_state=0),
+        lambda: ICA(4, max_iter=20, random_state=0),
         lambda: NonlinearPICA(2, hidden_layer_sizes=(8,), max_iter=20, random_state=0),
     ],
     ids=["PICA", "ICA", "NonlinearPICA"],
@@ -84,20 +84,20 @@ def test_a_dask_array_whose_chunks_live_on_the_workers_fits_as_in_this_process(
     from sklearn_adm.datasets import make_embedding_like
 
     da = pytest.importorskip("dask.array")
-    monkeypatch.setattr(streaming, "_POOL_ROWS", 512)
+    monkeypatch.setattr(streaming, "_POOL_ROWS", 256)
     monkeypatch.setattr(streaming, "_WINDOW_ROWS", 64)
-    X = make_embedding_like(3000, 16, random_state=0)[0].astype(np.float32)
-    on_workers = da.from_array(X, chunks=(400, 16)).persist()
+    X = make_embedding_like(1200, 16, random_state=0)[0].astype(np.float32)
+    on_workers = da.from_array(X, chunks=(150, 16)).persist()
     assert len(distributed.futures_of(on_workers)) == 8  # one chunk a future, on the workers
     with training_threads(1):
         remote = make_model().fit(on_workers)
         with dask.config.set(scheduler="threads"):
-            local = make_model().fit(da.from_array(X, chunks=(400, 16)))
+            local = make_model().fit(da.from_array(X, chunks=(150, 16)))
     np.testing.assert_allclose(remote.transform(X), local.transform(X), rtol=1e-5, atol=1e-5)
     Z = remote.transform(on_workers)
     assert len(Z.chunks[0]) == 8
     np.testing.assert_allclose(Z.compute(), remote.transform(X), rtol=1e-5, atol=1e-6)
-    streamed = make_model().partial_fit(on_workers[:1200])
-    expected = make_model().partial_fit(X[:400]).partial_fit(X[400:800])
-    expected.partial_fit(X[800:1200])
+    streamed = make_model().partial_fit(on_workers[:450])
+    expected = make_model().partial_fit(X[:150]).partial_fit(X[150:300])
+    expected.partial_fit(X[300:450])
     np.testing.assert_array_equal(streamed.transform(X), expected.transform(X))

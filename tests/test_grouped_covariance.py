@@ -19,6 +19,8 @@ from sklearn_adm.independence._grouped_covariance import (
     weighted_chi2_sf,
 )
 
+pytestmark = pytest.mark.numerics
+
 
 @pytest.mark.filterwarnings("error")  # QUADPACK's warnings: an integral that did not converge
 def test_weighted_chi2_tail_is_the_chi2_tail_for_equal_weights():

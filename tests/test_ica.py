@@ -7,6 +7,8 @@ from sklearn.decomposition import FastICA
 
 from sklearn_adm import ICA
 
+pytestmark = pytest.mark.numerics
+
 
 def bimodal_skewed(n, rng):
     """Bach & Jordan's density (j): a nonsymmetric mixture of two narrow Gaussians."""

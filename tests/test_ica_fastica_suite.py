@@ -12,6 +12,8 @@ from test_ica import amari_error
 
 from sklearn_adm import ICA
 
+pytestmark = pytest.mark.numerics
+
 
 def _standardised(x):
     return (x - x.mean(axis=0)) / x.std(axis=0)

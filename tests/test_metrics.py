@@ -10,6 +10,8 @@ from sklearn_adm.metrics import (
     permuted_distance_correlation,
 )
 
+pytestmark = pytest.mark.numerics
+
 
 def varied_data():
     rng = np.random.default_rng(0)

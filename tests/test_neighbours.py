@@ -6,6 +6,8 @@ import pytest
 
 from sklearn_adm.independence._neighbours import neighbour_predictions
 
+pytestmark = pytest.mark.numerics
+
 
 def _draw(rng, n, relation, noise):
     x = rng.uniform(-1, 1, size=(n, 1))

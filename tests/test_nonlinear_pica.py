@@ -19,6 +19,8 @@ from sklearn_adm.decomposition._nonlinear import (
     _SquaredError,
 )
 
+pytestmark = pytest.mark.numerics
+
 
 def evaluate(model, seed):
     X, factors = make_nonlinear_mixture(10_000, random_state=100 + seed)
@@ -34,36 +36,58 @@ def evaluate(model, seed):
     return r2, between, follows
 
 
+#: the seeds of the fits judged: a nonlinear mixture has independent solutions that mix the
+#: factors (Darmois-type), and the decoder contrast that picks among the starts prefers the
+#: factors without a guarantee, so one seed may land elsewhere on another CPU's rounding
+SEEDS = (0, 1, 2)
+
+
 @pytest.fixture(scope="module")
 def adm_and_plain():
+    """An ADM fit (eight starts for the contrast to choose from) and a plain autoencoder's,
+    for each seed."""
     X, _ = make_nonlinear_mixture(5_000, random_state=0)
-    adm = NonlinearPICA(n_components=2, random_state=0).fit(X)
-    plain = NonlinearPICA(n_components=2, dependence_weight=0, random_state=0).fit(X)
-    return adm, plain
+    return [
+        (
+            NonlinearPICA(n_components=2, n_init=8, random_state=seed).fit(X),
+            NonlinearPICA(n_components=2, dependence_weight=0, random_state=seed).fit(X),
+        )
+        for seed in SEEDS
+    ]
 
 
 def test_adm_makes_the_bottleneck_far_less_dependent_than_a_plain_autoencoder(adm_and_plain):
-    adm, plain = adm_and_plain
-    adm_r2, adm_between, _ = evaluate(adm, 0)
-    plain_r2, plain_between, _ = evaluate(plain, 0)
-    assert adm_r2 >= 0.9 and plain_r2 >= 0.9
-    # the plain bottleneck mixes the factors: its codes are uncorrelated (whitened), yet
-    # dependent (0.15 for this seed; 0.05 with ADM)
-    assert plain_between > 0.12
-    assert adm_between < 0.1 and adm_between < plain_between / 2.5
-    assert adm.history_[-1]["val_critic_mse"] > 0.9  # the critic finds little left
+    """The plain bottleneck mixes the factors: its codes are uncorrelated (whitened), yet
+    dependent. Over the seeds, ADM's are independent to the estimator's floor and far less
+    dependent (bounds from ten seeds under each CPU dispatch of .ci/as-cpu)."""
+    between = {"adm": [], "plain": []}
+    for adm, plain in adm_and_plain:
+        for name, model in (("adm", adm), ("plain", plain)):
+            r2, dependence, _ = evaluate(model, 0)
+            assert r2 >= 0.98
+            between[name].append(dependence)
+        assert adm.history_[-1]["val_critic_mse"] > 0.95  # the critic finds little left
+    adm_between, plain_between = np.mean(between["adm"]), np.mean(between["plain"])
+    assert adm_between < 0.08 and adm_between < plain_between / 1.5
 
 
 def test_each_component_follows_one_factor(adm_and_plain):
-    adm, plain = adm_and_plain
-    _, _, follows = evaluate(adm, 0)  # follows[i, j]: dCor of component i with factor j
-    factor = follows.argmax(axis=1)  # the factor each component follows
-    assert sorted(factor) == [0, 1]
-    leak = follows[[0, 1], 1 - factor]  # dCor with the other factor
-    assert np.all(follows[[0, 1], factor] > 0.9) and np.all(leak < 0.2)
-    _, _, plain_follows = evaluate(plain, 0)
-    plain_leak = plain_follows[[0, 1], 1 - plain_follows.argmax(axis=1)]
-    assert plain_leak.max() > 2 * leak.max()  # the plain bottleneck mixes the factors more
+    """Most seeds' components each follow one factor (dCor above 0.9, below 0.2 with the
+    other), and mix the factors less than the plain autoencoder's."""
+    followed = 0
+    for adm, plain in adm_and_plain:
+        _, _, follows = evaluate(adm, 0)  # follows[i, j]: dCor of component i with factor j
+        factor = follows.argmax(axis=1)  # the factor each component follows
+        leak = follows[[0, 1], 1 - factor]  # dCor with the other factor
+        _, _, plain_follows = evaluate(plain, 0)
+        plain_leak = plain_follows[[0, 1], 1 - plain_follows.argmax(axis=1)]
+        followed += bool(
+            sorted(factor) == [0, 1]
+            and np.all(follows[[0, 1], factor] > 0.9)
+            and np.all(leak < 0.2)
+            and plain_leak.max() > leak.max()
+        )
+    assert followed >= 2
 
 
 def test_decoder_contrast_measures_how_far_from_orthogonal_the_columns_are():
@@ -162,7 +186,7 @@ def test_per_feature_scaling_keeps_equal_variances_and_floors_a_feature_that_bar
 
 
 def test_fitted_state_is_numpy_and_pickles(adm_and_plain):
-    adm, _ = adm_and_plain
+    adm, _ = adm_and_plain[0]
     X, _ = make_nonlinear_mixture(100, random_state=1)
     assert all(isinstance(w, np.ndarray) for w in adm.encoder_weights_ + adm.decoder_weights_)
     restored = pickle.loads(pickle.dumps(adm))

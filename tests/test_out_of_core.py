@@ -149,7 +149,7 @@ def test_fit_transform_of_a_memmap_is_computed_block_by_block(
     np.testing.assert_allclose(Z, pica.transform(paper_example), rtol=1e-10)
 
 
-def test_shares_of_variance_and_mle_resolve_as_pca_on_a_memmap(tmp_path):
+def test_shares_of_variance_and_mle_resolve_as_pca_on_a_memmap(tmp_path, short_warmup):
     X = make_embedding_like(600, 24, random_state=0)[0]
     memmap = _memmap(tmp_path, X)
     for n_components in (0.6, 0.9, "mle"):
@@ -213,10 +213,12 @@ def test_learned_estimate_streams_every_row_of_a_large_chunked_array(
     assert streamed[0] > 0.9 and streamed[1] > 0.9 and streamed[2] < 0.02
     np.testing.assert_allclose(streamed, in_memory, atol=0.1)
     test = DependenceScorer(
-        "adm", max_samples=None, random_state=0, critic_params={"max_iter": 500}
+        "adm", max_samples=None, random_state=0, critic_params={"max_iter": 200}
     )
-    result = test.test(da.from_array(Z, chunks=(500, 3)), n_permutations=50)
-    assert result.pvalue[0] < 0.05 and result.pvalue[1] < 0.05 and result.pvalue[2] > 0.05
+    result = test.test(da.from_array(Z, chunks=(500, 3)), n_permutations=19)
+    # the dependent columns beat every permutation; the independent one reads its floor
+    np.testing.assert_array_equal(result.pvalue[:2], 1 / 20)
+    assert result.statistic[2] < 0.02
 
 
 def test_arrays_in_memory_are_scaled_and_summed_a_block_at_a_time(monkeypatch):

@@ -10,6 +10,8 @@ from conftest import amari_error
 from sklearn_adm import ICA, PICA
 from sklearn_adm.datasets import make_pca_vs_pica
 
+pytestmark = pytest.mark.numerics
+
 
 @pytest.fixture(scope="module")
 def batches():

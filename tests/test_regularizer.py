@@ -11,6 +11,8 @@ from torch import nn
 from sklearn_adm import ADMRegularizer
 from sklearn_adm.metrics import gradient_boosting_dependence
 
+pytestmark = pytest.mark.numerics
+
 
 def rotation(degrees):
     angle = np.deg2rad(degrees)

@@ -15,6 +15,8 @@ from sklearn.preprocessing import StandardScaler
 from sklearn_adm import ICA, PICA, DependenceScorer, NonlinearPICA
 from sklearn_adm.decomposition._base import distinct_records
 
+pytestmark = pytest.mark.numerics
+
 QUICK = [
     PICA(n_components=2, max_iter=8, random_state=0),
     NonlinearPICA(n_components=2, max_iter=8, hidden_layer_sizes=(8,), random_state=0),

@@ -17,6 +17,8 @@ from sklearn_adm.datasets import make_embedding_like
 from sklearn_adm.decomposition._ica_start import _RotationEncoders
 from sklearn_adm.nn._optim import NormalisedMomentum
 
+pytestmark = pytest.mark.numerics
+
 
 def test_polar_is_the_nearest_orthonormal_frame():
     torch.manual_seed(0)

@@ -8,6 +8,8 @@ import torch
 
 from sklearn_adm._numerics.score_matching import likelihood_rotation, score_fit, score_values
 
+pytestmark = pytest.mark.numerics
+
 
 def _mixture(n, rng):
     """Two Gaussians of standard deviation 0.3 at -0.9 and 0.9 (bimodal, near unit variance)."""

@@ -3,6 +3,7 @@
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.stats
 from sklearn import config_context
 from sklearn.datasets import load_breast_cancer
 from sklearn.decomposition import PCA
@@ -13,6 +14,8 @@ from sklearn.preprocessing import StandardScaler
 
 from sklearn_adm import DependenceScorer
 from sklearn_adm.metrics import distance_correlation_one_vs_rest, gradient_boosting_dependence
+
+pytestmark = pytest.mark.numerics
 
 ADM_BUDGET = {"max_iter": 300}
 
@@ -193,8 +196,13 @@ def test_learned_test_holds_its_level_on_independent_data(two_samples):
         else:
             p_values.extend(scorer.test(np.c_[X, Y], n_permutations=39).pvalue)
     p_values = np.array(p_values)
-    assert np.mean(p_values <= 0.05) <= 0.125
-    assert 0.38 < p_values.mean() < 0.62
+    # bounds that a test at its level breaks once in 10,000 draws (another CPU's rounding
+    # trains other critics: other draws): the binomial tail of the rejections, and four
+    # standard errors of the mean of p-values uniform on {1/40, ..., 40/40}
+    n = len(p_values)
+    assert (p_values <= 0.05).sum() <= scipy.stats.binom.isf(1e-4, n, 0.05)
+    uniform = np.arange(1, 41) / 40
+    assert abs(p_values.mean() - uniform.mean()) < 4 * uniform.std() / np.sqrt(n)
 
 
 def test_learned_test_finds_a_wiggly_relation_that_pearson_misses(rng):

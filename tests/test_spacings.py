@@ -17,6 +17,8 @@ from sklearn_adm._numerics.spacings import (
     spacing_entropy,
 )
 
+pytestmark = pytest.mark.numerics
+
 
 def test_spacing_entropy_reads_known_entropies():
     rng = np.random.default_rng(0)

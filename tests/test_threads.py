@@ -20,7 +20,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceW
 
 X, _ = make_embedding_like(600, 16, random_state=0)
 #: 4 components x 4 starts x 32 units x 540 training rows: work for 4 threads
-LARGE = {"n_components": 4, "max_iter": 40, "random_state": 0}
+LARGE = {"n_components": 4, "max_iter": 20, "random_state": 0}
 
 
 @pytest.fixture

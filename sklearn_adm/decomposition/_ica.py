@@ -142,7 +142,11 @@ class ICA(LinearADMTransformer):
     whiten_solver : {"svd", "eigh"}, default="svd"
         FastICA's solver of the whitening.
     random_state : int, RandomState instance or None, default=None
-        Seeds the start, the split and the critic.
+        Seeds the start, the split and the critic. An int gives the same result to the bit
+        on one machine (its CPU, its libraries) and one number of threads
+        (``training_threads`` pins them); another CPU rounds in other places, and a long
+        game can carry that into another solution of the same quality (the user guide's
+        "Results on other CPUs").
     critic_steps : int, default=1
         Critic updates per update of the rotation.
     critic_hidden : int or tuple of int, default=32

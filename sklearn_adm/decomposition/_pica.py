@@ -115,7 +115,10 @@ class PICA(LinearADMTransformer):
         components are numpy arrays, so ``transform`` runs anywhere.
     random_state : int, RandomState instance or None, default=None
         Seeds the initial weights, the held-out split and the minibatches. An int gives the
-        same result on the CPU every time.
+        same result to the bit on one machine (its CPU, its libraries) and one number of
+        threads (``training_threads`` pins them); another CPU rounds in other places, and a
+        long game can carry that into another solution of the same quality (the user guide's
+        "Results on other CPUs").
     verbose : int, default=0
         With 1 or more, a progress bar shows the held-out reconstruction and critic MSE.
 

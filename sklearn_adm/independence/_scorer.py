@@ -166,7 +166,9 @@ class DependenceScorer(BaseEstimator):
         is cheap at a million rows. Of a memory-mapped or Dask array only these rows are
         read.
     random_state : int, RandomState instance or None, default=None
-        Seeds the row subsample, and for ``"adm"`` the split and the critic.
+        Seeds the row subsample, and for ``"adm"`` the split and the critic. An int gives
+        the same result to the bit on one machine and one number of threads; ``"adm"``'s
+        critic trains otherwise on another CPU, to an estimate of the same quality.
     critic_params : dict or None, default=None
         For ``"adm"``: any of ``critic_hidden`` (32), ``probe_hidden`` (16), ``probes``
         (True; False detects dependence of the conditional mean only), ``predictor_rank``
