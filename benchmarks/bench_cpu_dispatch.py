@@ -2,7 +2,8 @@
 without AVX-512, and a CPU's without AVX (``.ci/as-cpu``), each in a fresh process, with this
 CPU's fit repeated in a second process. How far the fits travel: the largest difference of
 the transforms from this CPU's (relative to the components' unit scale), the digits they
-share, the largest angle between matched components, and each fit's quality.
+share, the largest angles between matched components and between the spans, and each fit's
+quality.
 
 Usage: python benchmarks/bench_cpu_dispatch.py [--levels native avx2 default]
 
@@ -20,6 +21,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from scipy.optimize import linear_sum_assignment
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -75,18 +77,26 @@ def run(level, path):
 
 
 def compare(reference, other):
-    """Largest difference relative to the columns' spread, digits, largest angle (degrees)
-    between a column and the reference's (signs and order as fitted)."""
-    scale = reference.std(axis=0) if len(reference) > 1 else np.abs(reference[0]) + 1e-300
-    difference = np.abs(other - reference).max(axis=0) / scale
+    """How far ``other``'s held-out transform is from ``reference``'s: each component matched
+    to the reference's it is most parallel to (order and sign are free), then the largest
+    difference relative to the column's spread, its digits, the largest angle between
+    matched components and the largest principal angle between the spans (degrees)."""
+    if len(reference) == 1:  # a score
+        worst = float(np.abs(other - reference).max() / np.abs(reference).max())
+        return worst, np.inf if worst == 0 else -np.log10(worst), np.nan, np.nan
+    unit = [Z / np.linalg.norm(Z - Z.mean(axis=0), axis=0) for Z in (reference, other)]
+    centred = [U - U.mean(axis=0) for U in unit]
+    cosines = centred[0].T @ centred[1]
+    rows, columns = linear_sum_assignment(-np.abs(cosines))
+    signs = np.sign(cosines[rows, columns])
+    matched = other[:, columns] * signs
+    difference = np.abs(matched - reference[:, rows]).max(axis=0) / reference.std(axis=0)[rows]
     worst = float(difference.max())
-    digits = np.inf if worst == 0 else -np.log10(worst)
-    if len(reference) == 1:
-        return worst, digits, float("nan")
-    cosines = np.abs(np.sum(reference * other, axis=0)) / (
-        np.linalg.norm(reference, axis=0) * np.linalg.norm(other, axis=0)
-    )
-    return worst, digits, float(np.degrees(np.arccos(np.clip(cosines.min(), -1, 1))))
+    angle = np.degrees(np.arccos(np.clip(np.abs(cosines[rows, columns]).min(), 0, 1)))
+    spans = [np.linalg.qr(C)[0] for C in centred]
+    principal = np.linalg.svd(spans[0].T @ spans[1], compute_uv=False).min()
+    span_angle = np.degrees(np.arccos(np.clip(principal, 0, 1)))
+    return worst, np.inf if worst == 0 else -np.log10(worst), float(angle), float(span_angle)
 
 
 def main():
@@ -102,11 +112,15 @@ def main():
             key = level if level not in runs else f"{level} again"
             runs[key] = run(level, os.path.join(folder, f"{len(runs)}.npz"))
     names, _, reference = runs["native"]
-    print(f"{'fit':28s} {'CPU':14s} {'max |dZ|/sd':>12s} {'digits':>7s} {'angle':>8s}  quality")
+    header = f"{'fit':28s} {'CPU':14s} {'max |dZ|/sd':>12s} {'digits':>7s}"
+    print(f"{header} {'angle':>8s} {'span':>8s}  quality")
     for i, name in enumerate(names):
         for key, (_, quality, arrays) in runs.items():
-            worst, digits, angle = compare(reference[i], arrays[i])
-            print(f"{name:28s} {key:14s} {worst:12.2e} {digits:7.1f} {angle:7.3f}°  {quality[i]}")
+            worst, digits, angle, span = compare(reference[i], arrays[i])
+            print(
+                f"{name:28s} {key:14s} {worst:12.2e} {digits:7.1f} {angle:7.3f}° {span:7.3f}°"
+                f"  {quality[i]}"
+            )
     return None
 
 

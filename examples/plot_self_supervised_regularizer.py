@@ -37,7 +37,7 @@ from sklearn_adm import ADMRegularizer, DependenceScorer
 from sklearn_adm.datasets import FACTOR_IMAGE_FACTORS, make_factor_images
 
 QUICK = os.environ.get("SKLEARN_ADM_EXAMPLES_QUICK") == "1"  # the tests' smoke run
-N_TRAIN, N_TEST, EPOCHS = (512, 256, 1) if QUICK else (6_000, 2_000, 6)
+N_TRAIN, N_TEST, EPOCHS = (256, 256, 1) if QUICK else (6_000, 2_000, 6)
 WIDTH, BATCH_SIZE, ADM_WEIGHT = 32, 256, 25.0
 
 images, factors = make_factor_images(N_TRAIN + N_TEST, random_state=1)

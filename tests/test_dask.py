@@ -73,7 +73,7 @@ def test_each_worker_thread_runs_torch_on_one_thread(client):
     ids=["PICA", "ICA", "NonlinearPICA"],
 )
 def test_a_dask_array_whose_chunks_live_on_the_workers_fits_as_in_this_process(
-    client, monkeypatch, make_model
+    client, monkeypatch, short_warmup, make_model
 ):
     """The chunks are persisted on the two workers: the moments are summed there (only
     ``d x d`` sums come back) and the game reads windows of rows; the model is the one
@@ -85,7 +85,7 @@ def test_a_dask_array_whose_chunks_live_on_the_workers_fits_as_in_this_process(
 
     da = pytest.importorskip("dask.array")
     monkeypatch.setattr(streaming, "_POOL_ROWS", 256)
-    monkeypatch.setattr(streaming, "_WINDOW_ROWS", 64)
+    monkeypatch.setattr(streaming, "_WINDOW_ROWS", 128)
     X = make_embedding_like(1200, 16, random_state=0)[0].astype(np.float32)
     on_workers = da.from_array(X, chunks=(150, 16)).persist()
     assert len(distributed.futures_of(on_workers)) == 8  # one chunk a future, on the workers

@@ -36,58 +36,61 @@ def evaluate(model, seed):
     return r2, between, follows
 
 
-#: the seeds of the fits judged: a nonlinear mixture has independent solutions that mix the
-#: factors (Darmois-type), and the decoder contrast that picks among the starts prefers the
-#: factors without a guarantee, so one seed may land elsewhere on another CPU's rounding
-SEEDS = (0, 1, 2)
+def follows_the_factors(model, plain_leak):
+    """Whether each component follows one factor (dCor above 0.9, below 0.2 with the other),
+    mixing them less than the plain autoencoder's codes (``plain_leak``)."""
+    _, _, follows = evaluate(model, 0)  # follows[i, j]: dCor of component i with factor j
+    factor = follows.argmax(axis=1)  # the factor each component follows
+    leak = follows[[0, 1], 1 - factor]  # dCor with the other factor
+    return bool(
+        sorted(factor) == [0, 1]
+        and np.all(follows[[0, 1], factor] > 0.9)
+        and np.all(leak < 0.2)
+        and plain_leak > leak.max()
+    )
 
 
 @pytest.fixture(scope="module")
 def adm_and_plain():
-    """An ADM fit (eight starts for the contrast to choose from) and a plain autoencoder's,
-    for each seed."""
+    """A plain autoencoder's fit (its codes read the same on every CPU dispatch measured),
+    and ADM fits of eight starts (for the decoder contrast to choose from) for the seeds it
+    takes to decide the majority of seeds 0, 1 and 2: the third only where the first two
+    disagree. A nonlinear mixture has independent solutions that mix the factors
+    (Darmois-type), which the contrast disfavours without a guarantee, so one seed may land
+    there on another CPU's rounding (doc/design/tests-on-every-cpu.md)."""
     X, _ = make_nonlinear_mixture(5_000, random_state=0)
-    return [
-        (
-            NonlinearPICA(n_components=2, n_init=8, random_state=seed).fit(X),
-            NonlinearPICA(n_components=2, dependence_weight=0, random_state=seed).fit(X),
-        )
-        for seed in SEEDS
-    ]
+    # with no dependence term the critic only watches: one step an update
+    plain = NonlinearPICA(n_components=2, dependence_weight=0, critic_steps=1, random_state=0)
+    _, _, plain_follows = evaluate(plain.fit(X), 0)
+    plain_leak = plain_follows[[0, 1], 1 - plain_follows.argmax(axis=1)].max()
+    adm, followed = [], []
+    for seed in (0, 1, 2):
+        if len(followed) == 2 and followed[0] == followed[1]:
+            break
+        adm.append(NonlinearPICA(n_components=2, n_init=8, random_state=seed).fit(X))
+        followed.append(follows_the_factors(adm[-1], plain_leak))
+    return adm, plain, followed
 
 
 def test_adm_makes_the_bottleneck_far_less_dependent_than_a_plain_autoencoder(adm_and_plain):
     """The plain bottleneck mixes the factors: its codes are uncorrelated (whitened), yet
-    dependent. Over the seeds, ADM's are independent to the estimator's floor and far less
-    dependent (bounds from ten seeds under each CPU dispatch of .ci/as-cpu)."""
-    between = {"adm": [], "plain": []}
-    for adm, plain in adm_and_plain:
-        for name, model in (("adm", adm), ("plain", plain)):
-            r2, dependence, _ = evaluate(model, 0)
-            assert r2 >= 0.98
-            between[name].append(dependence)
-        assert adm.history_[-1]["val_critic_mse"] > 0.95  # the critic finds little left
-    adm_between, plain_between = np.mean(between["adm"]), np.mean(between["plain"])
-    assert adm_between < 0.08 and adm_between < plain_between / 1.5
+    dependent. ADM's are independent to the estimator's floor, and far less dependent
+    (bounds from ten seeds under each CPU dispatch of .ci/as-cpu)."""
+    adm, plain, _ = adm_and_plain
+    plain_r2, plain_between, _ = evaluate(plain, 0)
+    assert plain_r2 >= 0.98
+    between = []
+    for model in adm:
+        r2, dependence, _ = evaluate(model, 0)
+        assert r2 >= 0.98 and model.history_[-1]["val_critic_mse"] > 0.95
+        between.append(dependence)
+    assert max(between) < 0.1 and np.mean(between) < plain_between / 1.5
 
 
 def test_each_component_follows_one_factor(adm_and_plain):
-    """Most seeds' components each follow one factor (dCor above 0.9, below 0.2 with the
-    other), and mix the factors less than the plain autoencoder's."""
-    followed = 0
-    for adm, plain in adm_and_plain:
-        _, _, follows = evaluate(adm, 0)  # follows[i, j]: dCor of component i with factor j
-        factor = follows.argmax(axis=1)  # the factor each component follows
-        leak = follows[[0, 1], 1 - factor]  # dCor with the other factor
-        _, _, plain_follows = evaluate(plain, 0)
-        plain_leak = plain_follows[[0, 1], 1 - plain_follows.argmax(axis=1)]
-        followed += bool(
-            sorted(factor) == [0, 1]
-            and np.all(follows[[0, 1], factor] > 0.9)
-            and np.all(leak < 0.2)
-            and plain_leak.max() > leak.max()
-        )
-    assert followed >= 2
+    """The majority of seeds 0, 1 and 2: each component follows one factor."""
+    _, _, followed = adm_and_plain
+    assert sum(followed) >= 2
 
 
 def test_decoder_contrast_measures_how_far_from_orthogonal_the_columns_are():
@@ -186,7 +189,7 @@ def test_per_feature_scaling_keeps_equal_variances_and_floors_a_feature_that_bar
 
 
 def test_fitted_state_is_numpy_and_pickles(adm_and_plain):
-    adm, _ = adm_and_plain[0]
+    adm = adm_and_plain[0][0]
     X, _ = make_nonlinear_mixture(100, random_state=1)
     assert all(isinstance(w, np.ndarray) for w in adm.encoder_weights_ + adm.decoder_weights_)
     restored = pickle.loads(pickle.dumps(adm))
@@ -196,6 +199,7 @@ def test_fitted_state_is_numpy_and_pickles(adm_and_plain):
     )
 
 
+@pytest.mark.usefixtures("short_warmup")
 def test_float32_in_float32_out():
     X, _ = make_nonlinear_mixture(300, random_state=0)
     with pytest.warns(ConvergenceWarning):

@@ -274,6 +274,7 @@ def test_partial_fit_of_a_memmap_reads_it_a_block_at_a_time(tmp_path, monkeypatc
     assert seen == [300, 300, 300, 100]
 
 
+@pytest.mark.usefixtures("short_warmup")
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_from_array_over_a_memmap_warns_once_with_the_construction_that_avoids_the_copy(
     tmp_path,
@@ -359,6 +360,7 @@ def test_a_zarr_array_is_read_eight_windows_a_decoded_chunk(
     assert abs(ratio[0] - ratio[1]) < 0.01
 
 
+@pytest.mark.usefixtures("short_warmup")
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_transform_reads_a_large_chunk_in_parts(tmp_path, monkeypatch):
     """A chunk of 1,000 rows is transformed 100 rows at a time (a float64 copy of 2,400
@@ -379,6 +381,7 @@ def test_transform_reads_a_large_chunk_in_parts(tmp_path, monkeypatch):
         np.testing.assert_allclose(Z, transform(X), rtol=1e-12)
 
 
+@pytest.mark.usefixtures("short_warmup")
 def test_a_transform_after_partial_fit_ships_the_fitted_model_not_the_stream():
     """``partial_fit`` keeps its open game (and the rows it holds) to go on; the tasks of a
     transform of a Dask array carry the fitted attributes only."""

@@ -238,6 +238,7 @@ def test_fitted_attributes_follow_pca_conventions(fitted):
     assert list(pica.get_feature_names_out()) == ["pica0", "pica1"]
 
 
+@pytest.mark.usefixtures("short_warmup")
 def test_max_iter_before_convergence_warns():
     X, _ = make_pca_vs_pica(500, random_state=0)
     with pytest.warns(ConvergenceWarning, match="max_iter=5 .*tol and n_iter_no_change"):
@@ -266,6 +267,7 @@ def test_bad_parameters(params, message):
         PICA(max_iter=2, **params).fit(np.eye(3))
 
 
+@pytest.mark.usefixtures("short_warmup")
 @pytest.mark.parametrize(("weight", "step"), [(0.4, 0.0085), (1.0, 0.0085), (4.0, 0.017)])
 def test_auto_learning_rate_grows_with_the_square_root_of_a_weight_above_one(weight, step):
     X, _ = make_pca_vs_pica(500, random_state=0)
@@ -335,6 +337,7 @@ def test_critic_takes_its_warm_up_then_critic_steps_per_update(monkeypatch):
     assert steps == [(4, 100)] + [(4, 3)] * 10 + [(2, 3)] * 20 + [(1, 3)] * 10
 
 
+@pytest.mark.usefixtures("short_warmup")
 def test_keyboard_interrupt_leaves_a_usable_model(monkeypatch):
     from sklearn_adm.game import _loop
 
