@@ -20,6 +20,9 @@ $(BIN)/python:
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet "$(TORCH)"
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	# dcor, the tests' reference, compiles its numba kernels at its first import (about 20 s
+	# on 2 cores) and caches them in the environment: once, here, not in every test run
+	$(BIN)/python -c "import dcor"
 	touch $(STAMP)
 
 demo: $(STAMP)
