@@ -42,14 +42,20 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.numerics)
 
 
-@pytest.fixture
-def short_warmup(monkeypatch):
-    """The critic's warm-up before the first update cut to two steps, for tests that read
-    what a fit returns (shapes, resolved parameters, dtypes), not how good it is."""
+def cut_warmup(patch, steps):
+    """Cut the critic's warm-up before PICA's and NonlinearPICA's first update to ``steps``
+    through ``patch`` (a ``pytest.MonkeyPatch``)."""
     from sklearn_adm.decomposition import _nonlinear, _pica
 
     for module in (_nonlinear, _pica):
-        monkeypatch.setattr(module, "_WARMUP_STEPS", 2)
+        patch.setattr(module, "_WARMUP_STEPS", steps)
+
+
+@pytest.fixture
+def short_warmup(monkeypatch):
+    """A warm-up of two steps, for tests that read what a fit returns (shapes, resolved
+    parameters, dtypes), not how good it is."""
+    cut_warmup(monkeypatch, 2)
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 """scikit-learn's own estimator checks, including those check_estimator does not run."""
 
 import pytest
+from conftest import cut_warmup
 from sklearn.utils.estimator_checks import (
     check_global_output_transform_pandas,
     check_param_validation,
@@ -27,11 +28,10 @@ def quick_fits():
     the first update cut to a few steps (two thirds of a fit of 15 updates); ICA's to half:
     a critic of a few steps sees no dependence, and ICA then rightly does not play, where
     check_transformer_n_iter asks for n_iter_ >= 1."""
-    from sklearn_adm.decomposition import _ica, _nonlinear, _pica
+    from sklearn_adm.decomposition import _ica
 
     with pytest.MonkeyPatch.context() as patch:
-        for module in (_nonlinear, _pica):
-            patch.setattr(module, "_WARMUP_STEPS", 5)
+        cut_warmup(patch, 5)
         patch.setattr(_ica, "_WARMUP_STEPS", 50)
         yield
 
