@@ -42,13 +42,20 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.numerics)
 
 
+#: the shortest warm-up of ICA's critic after which it still sees the dependence the tests'
+#: data leave, so that ICA plays
+ICA_WARMUP_STEPS = 20
+
+
 def cut_warmup(patch, steps):
     """Cut the critic's warm-up before PICA's and NonlinearPICA's first update to ``steps``
-    through ``patch`` (a ``pytest.MonkeyPatch``)."""
-    from sklearn_adm.decomposition import _nonlinear, _pica
+    through ``patch`` (a ``pytest.MonkeyPatch``); ICA's to ``ICA_WARMUP_STEPS``, since ICA
+    plays only where its critic sees dependence, which a critic of a few steps does not."""
+    from sklearn_adm.decomposition import _ica, _nonlinear, _pica
 
     for module in (_nonlinear, _pica):
         patch.setattr(module, "_WARMUP_STEPS", steps)
+    patch.setattr(_ica, "_WARMUP_STEPS", ICA_WARMUP_STEPS)
 
 
 @pytest.fixture

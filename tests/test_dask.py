@@ -91,6 +91,7 @@ def test_a_dask_array_whose_chunks_live_on_the_workers_fits_as_in_this_process(
     assert len(distributed.futures_of(on_workers)) == 8  # one chunk a future, on the workers
     with training_threads(1):
         remote = make_model().fit(on_workers)
+        assert remote.n_iter_ > 0  # the game played, on windows read from the workers
         with dask.config.set(scheduler="threads"):
             local = make_model().fit(da.from_array(X, chunks=(150, 16)))
     np.testing.assert_allclose(remote.transform(X), local.transform(X), rtol=1e-5, atol=1e-5)

@@ -14,20 +14,20 @@ from sklearn_adm import ICA, PICA, NonlinearPICA
 
 # Few iterations: the checks test the API, not the quality of the fit.
 ESTIMATORS = [
-    PICA(max_iter=15),  # all components: no subspace to choose, the rotation solved once
-    PICA(n_components=1, max_iter=15),  # the game
+    PICA(max_iter=6),  # all components: no subspace to choose, the rotation solved once
+    PICA(n_components=1, max_iter=6),  # the game
     # at least as many units as the checks' data have features (and so components)
-    NonlinearPICA(max_iter=15, hidden_layer_sizes=(16,)),
-    ICA(max_iter=15),
+    NonlinearPICA(max_iter=6, hidden_layer_sizes=(16,)),
+    ICA(max_iter=6),
 ]
 
 
 @pytest.fixture(autouse=True, scope="module")
 def quick_fits():
     """The checks read what a fit returns, not how good it is: the critic's warm-up before
-    the first update cut to a few steps (two thirds of a fit of 15 updates); ICA's to half:
-    a critic of a few steps sees no dependence, and ICA then rightly does not play, where
-    check_transformer_n_iter asks for n_iter_ >= 1."""
+    the first update cut to a few steps; ICA's to half: a critic of a few steps sees no
+    dependence, and ICA then rightly does not play, where check_transformer_n_iter asks for
+    n_iter_ >= 1."""
     from sklearn_adm.decomposition import _ica
 
     with pytest.MonkeyPatch.context() as patch:
