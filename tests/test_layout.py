@@ -20,6 +20,7 @@ LAYERS = {
     "independence": 4,
     "decomposition": 4,
     "metrics": 5,
+    "causal": 5,
     "_cli": 6,
     "__main__": 7,
     "__init__": 9,

@@ -57,6 +57,41 @@ PENALTIES = np.logspace(-6, -1, 11)
 KMEANS_ROWS = 16_384
 
 
+class LocalConditioning:
+    """What the permutation test given ``Z`` computes from ``Z`` alone, for any number of
+    samples tested given the same ``Z``: for two folds of the rows and a seed
+    (:func:`draw_folds`), the groups and blocks of nearly equal Z (:func:`local_cells`), and
+    the residuals of any columns given Z, each column's the same whatever columns it is
+    computed with (the regressions choose their bandwidth and penalty per column)."""
+
+    def __init__(self, Z, folds, seed):
+        self.Z, self.folds, self.seed = Z, folds, seed
+        self.groups, self.blocks = local_cells(Z, folds, seed)
+
+    def residuals(self, A):
+        """``A`` less its cross-fitted prediction from Z (:func:`cross_fitted_residuals`)."""
+        return cross_fitted_residuals(A, self.Z, self.folds, self.seed)
+
+    def locally_scaled(self, residuals):
+        """The residuals over their scale given Z (:func:`locally_scaled`)."""
+        return locally_scaled(residuals, self.Z, self.folds, self.seed)
+
+    def as_x(self, residuals):
+        """X's residuals less their linear fit on Z within each group (:func:`linear_within`)."""
+        return linear_within(residuals, self.Z, self.groups)
+
+    def as_y(self, residuals):
+        """Y's residuals less their mean within each group (:func:`centred_within`)."""
+        return centred_within(residuals, self.groups)
+
+
+def draw_folds(n, rng):
+    """Two folds of ``n`` rows (a label per row) and a seed for the regressions and cells,
+    drawn from ``rng``."""
+    folds = rng.permutation(n) % 2
+    return folds, int(rng.randint(np.iinfo(np.int32).max))
+
+
 def cross_fitted_residuals(A, Z, folds, random_state):
     """``A`` less its prediction from ``Z`` ``(n, q)``, each fold's rows predicted by a
     model fitted on the other folds' rows (``folds``: a fold label per row): a kernel ridge

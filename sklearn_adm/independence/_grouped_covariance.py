@@ -273,53 +273,71 @@ def _imhof_end(weights):
 
 def asymptotic_conditional_test(X, Y, Z, random_state):
     """Steps 1-5 on ``X`` ``(n, p)``, ``Y`` ``(n, q)`` and ``Z`` ``(n, r)``:
-    ``(statistic, p_value, null_mean)`` of :func:`grouped_covariance_test`. On one thread:
-    its products are small (two threads gain nothing on an idle machine, and beside a busy
+    ``(statistic, p_value, null_mean)`` of :func:`grouped_covariance_test`."""
+    given = GroupedConditioning(Z, random_state)
+    return given.test(*given.prepared(np.hstack([X, Y]), X.shape[1]))
+
+
+class GroupedConditioning:
+    """What steps 1-5 compute from ``Z`` alone, for any number of samples tested given the
+    same ``Z``: the order along Z and its groups (step 2); and each column's residuals and
+    its sample rebuilt from them (step 1), the same whatever columns they are computed with
+    (the regressions choose their bandwidth and penalty per column). On one thread: the
+    products are small (two threads gain nothing on an idle machine, and beside a busy
     process the group sums took 5x longer on two)."""
-    with one_thread():
-        return _asymptotic_conditional_test(X, Y, Z, random_state)
 
+    def __init__(self, Z, random_state):
+        self.random_state = random_state
+        self.order, self.groups = groups_along(Z)
+        self.Z = Z[self.order]
+        self._sizes = np.bincount(self.groups)
+        self._starts = np.cumsum(self._sizes) - self._sizes
+        self.z_of_group = self._of_group(_standardized(self.Z))
 
-def _asymptotic_conditional_test(X, Y, Z, random_state):
-    rng = np.random.RandomState(random_state)
-    order, groups = groups_along(Z)
-    X, Y, Z = X[order], Y[order], Z[order]
-    samples = np.hstack([X, Y])
-    residuals = residuals_given(samples, Z, random_state)
-    sizes = np.bincount(groups)
-    starts = np.cumsum(sizes) - sizes
+    def _of_group(self, A):
+        """Each row's group's mean of ``A``."""
+        return (np.add.reduceat(A, self._starts) / self._sizes[:, None])[self.groups]
 
-    def of_group(A):  # each row's group's mean of A
-        return (np.add.reduceat(A, starts) / sizes[:, None])[groups]
+    def prepared(self, A, split=None):
+        """The columns of ``A`` (rows in the caller's order) as step 3 reads them: their
+        residuals and the samples rebuilt from them, standardised, in the order along Z;
+        split into the first ``split`` columns and the others where given."""
+        with one_thread():
+            A = A[self.order]
+            residuals = residuals_given(A, self.Z, self.random_state)
+            # Within a group only the residuals vary: beside them, the residuals with the
+            # group's mean Z, and each sample rebuilt from its residuals and the group's
+            # mean prediction (X = f(Z) + e keeps Z's part and e's at one frequency, as a
+            # relation of Y to X does, cos(2 X) = cos(2 f(Z) + 2 e), when it changes with
+            # Z). A row's own Z would carry Z's small differences within the group into the
+            # features, which the other sample's may share. The residuals times the group's
+            # mean Z, against the other sample's residuals, carry a slope that changes sign
+            # with Z (Y = sign(Z) X + e), whose covariance over all rows averages out.
+            rebuilt = _standardized(self._of_group(A - residuals) + residuals)
+            prepared = np.stack([_standardized(residuals), rebuilt])
+        return prepared if split is None else (prepared[:, :, :split], prepared[:, :, split:])
 
-    # Within a group only the residuals vary: beside them, the residuals with the group's
-    # mean Z, and each sample rebuilt from its residuals and the group's mean prediction
-    # (X = f(Z) + e keeps Z's part and e's at one frequency, as a relation of Y to X does,
-    # cos(2 X) = cos(2 f(Z) + 2 e), when it changes with Z). A row's own Z would carry Z's
-    # small differences within the group into the features, which the other sample's may
-    # share. The residuals times the group's mean Z, against the other sample's residuals,
-    # carry a slope that changes sign with Z (Y = sign(Z) X + e), whose covariance over all
-    # rows averages out.
-    rebuilt = _standardized(of_group(samples - residuals) + residuals)
-    residuals = _standardized(residuals)
-    z_of_group = of_group(_standardized(Z))
+    def test(self, x, y):
+        """Steps 3-5 on samples :meth:`prepared` ``x`` and ``y``:
+        ``(statistic, p_value, null_mean)``."""
+        rng = np.random.RandomState(self.random_state)
+        with one_thread():
+            U, V = self._features(x, rng), self._features(y, rng)
+            return grouped_covariance_test(U, V, self.groups)
 
-    def features(columns):  # one sample's four sets
-        own = residuals[:, columns]
-        times_z = (own[:, :, None] * z_of_group[:, None, :]).reshape(len(own), -1)
+    def _features(self, sample, rng):
+        """One sample's four feature sets (step 3)."""
+        own, rebuilt = sample
+        times_z = (own[:, :, None] * self.z_of_group[:, None, :]).reshape(len(own), -1)
         sets = {
             "residuals": own,
-            "beside Z": np.hstack([own, z_of_group]),
-            "rebuilt": rebuilt[:, columns],
+            "beside Z": np.hstack([own, self.z_of_group]),
+            "rebuilt": rebuilt,
             "times Z": times_z,
         }
         return np.hstack(
             [frequency_features(sets[name], FREQUENCIES[name], rng) for name in FREQUENCIES]
         )
-
-    p = X.shape[1]
-    U, V = features(slice(None, p)), features(slice(p, None))
-    return grouped_covariance_test(U, V, groups)
 
 
 def _standardized(A):

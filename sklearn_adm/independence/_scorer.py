@@ -20,13 +20,10 @@ from .._runtime.device import resolve_device
 from ..nn._critic import ADMCritic, _standardize
 from ..nn._training import calibrate, calibrated_fit, train_critic
 from ._conditional import (
-    centred_within,
-    cross_fitted_residuals,
+    LocalConditioning,
+    draw_folds,
     group_permutations,
-    linear_within,
-    local_cells,
     local_statistics,
-    locally_scaled,
     random_unions,
 )
 from ._distance import (
@@ -35,7 +32,7 @@ from ._distance import (
     distance_correlation_one_vs_rest,
     permuted_distance_correlation,
 )
-from ._grouped_covariance import ASYMPTOTIC_ROWS, asymptotic_conditional_test
+from ._grouped_covariance import ASYMPTOTIC_ROWS, GroupedConditioning
 from ._neighbours import neighbour_predictions
 from ._sorting import distance_correlation_pairwise, permuted_by_sorting
 from ._trees import gradient_boosting_dependence
@@ -104,6 +101,9 @@ class DependenceTestResult:
         (the conditional distance test from ``10,000`` rows: the covariance, within groups
         of nearly equal Z, of features of the residuals' characteristic functions at random
         frequencies, against its Gaussian limit; linear in the rows).
+    n_dropped : int
+        Rows left out for a missing value in the tested variables
+        (:class:`sklearn_adm.causal.ConditionalIndependence` with ``missing="drop"``).
 
     Unpacking and indexing give ``pvalue, null_mean`` for ``test(Z)`` and ``statistic,
     pvalue`` for ``test(X, Y)``, the tuples of earlier versions; read the attributes by name
@@ -116,6 +116,7 @@ class DependenceTestResult:
     n_permutations: int
     two_sample: bool = field(default=False, repr=False)
     method: str = "permutation"
+    n_dropped: int = 0
 
     def _legacy(self):
         if self.two_sample:
@@ -457,9 +458,7 @@ class DependenceScorer(BaseEstimator):
                 _labelled(floor, names, "null_mean"),
                 n_permutations,
             )
-        statistic, p_value, null_mean, method = self._test_samples(X, Y, n_permutations, Z)
-        drawn = 0 if method == _ASYMPTOTIC else n_permutations
-        return DependenceTestResult(statistic, p_value, null_mean, drawn, True, method)
+        return self._test_samples(X, Y, n_permutations, Z)
 
     def _test_columns(self, Z, n_permutations):
         Z, rng, device = self._prepare(Z, stream=self.metric == "adm")
@@ -486,7 +485,11 @@ class DependenceScorer(BaseEstimator):
         observed, permuted = values[0], values[1:]
         return observed, _p_values(observed, permuted), permuted.mean(axis=0)
 
-    def _test_samples(self, X, Y, n_permutations, Z=None):
+    def _test_samples(self, X, Y, n_permutations, Z=None, *, shared=None, early_stop=None):
+        """:meth:`test` of two samples. ``shared`` computes what depends on Z alone and the
+        samples' residuals given Z (:class:`Afresh`, or a cache of them for many tests
+        given one Z); ``early_stop``: see :meth:`_distance_test`."""
+        shared = Afresh() if shared is None else shared
         samples = [X, Y] if Z is None else [X, Y, Z]
         for A in samples:
             check_chunk_sizes(A)
@@ -505,31 +508,32 @@ class DependenceScorer(BaseEstimator):
         ]
         X, Y, *Z = (A.reshape(len(A), -1) for A in samples)
         if Z and self.metric in ("dcor", "dcor_sq") and len(X) >= ASYMPTOTIC_ROWS:
-            seed = int(rng.randint(np.iinfo(np.int32).max))
-            statistic, p_value, null_mean = asymptotic_conditional_test(X, Y, Z[0], seed)
+            given = shared.grouped(Z[0], int(rng.randint(np.iinfo(np.int32).max)))
+            statistic, p_value, null_mean = given.test(*shared.prepared(given, X, Y))
             if self.metric == "dcor":
                 statistic, null_mean = np.sqrt(statistic), np.sqrt(null_mean)
-            return float(statistic), p_value, float(null_mean), _ASYMPTOTIC
-        groups = blocks = None
-        if Z:  # residuals given Z, permuted within groups of nearly equal Z
-            Z = Z[0]
-            folds = rng.permutation(len(X)) % 2
-            seed = int(rng.randint(np.iinfo(np.int32).max))
-            groups, blocks = local_cells(Z, folds, seed)
-            residuals = cross_fitted_residuals(np.hstack([X, Y]), Z, folds, seed)
-            split = X.shape[1]
+            return _two_sample_result(statistic, p_value, null_mean, 0, _ASYMPTOTIC)
+        given = scaled = None
+        if Z and self.metric == "adm":  # its critic reads Z: Z's scale of the residuals goes
+            given = LocalConditioning(Z[0], *draw_folds(len(X), rng))
+            residuals = given.residuals(np.hstack([X, Y]))
+            scaled = np.hstack(_within(given, given.locally_scaled(residuals), X.shape[1]))
+            X, Y = _within(given, residuals, X.shape[1])
+        elif Z:  # residuals given Z, permuted within groups of nearly equal Z
+            given = shared.local(Z[0], rng)
+            X, Y = shared.residuals(given, X, Y)
+        return self._test_residuals(
+            X, Y, given, n_permutations, rng, scaled=scaled, early_stop=early_stop
+        )
 
-            def within(residuals):
-                return np.hstack(
-                    [
-                        linear_within(residuals[:, :split], Z, groups),
-                        centred_within(residuals[:, split:], groups),
-                    ]
-                )
-
-            if self.metric == "adm":  # its critic reads Z: Z's scale of the residuals goes
-                scaled = within(locally_scaled(residuals, Z, folds, seed))
-            X, Y = np.hsplit(within(residuals), [split])
+    def _test_residuals(self, X, Y, given, n_permutations, rng, *, scaled=None, early_stop=None):
+        """The two-sample test of ``X`` against ``Y``, or given Z of their residuals
+        (``given``: the :class:`~sklearn_adm.independence._conditional.LocalConditioning`;
+        ``scaled``: the residuals over their scale given Z, which the learned test's critic
+        reads), ``rng`` in the state the test's draws start from. ``early_stop``: see
+        :meth:`_distance_test`."""
+        groups, blocks = (None, None) if given is None else (given.groups, given.blocks)
+        Z = None if given is None else given.Z
         XY, rng, device = self._prepare(np.hstack([X, Y]), rng)  # every statistic is invariant
         X, Y = XY[:, : X.shape[1]], XY[:, X.shape[1] :]  # to the scale of X and of Y
         method = "permutation" if groups is None else "local permutation"
@@ -538,14 +542,16 @@ class DependenceScorer(BaseEstimator):
             if groups is None and not paired and len(X) > _ENGINE_ROWS:
                 X, Y, paired = _projected(X, rng), _projected(Y, rng), True
                 method = "permutation, random projections"
-            test = self._distance_test(X, Y, groups, blocks, n_permutations, rng, paired)
-            return *test, method
+            statistic, p_value, null_mean, drawn = self._distance_test(
+                X, Y, groups, blocks, n_permutations, rng, paired, early_stop
+            )
+            return _two_sample_result(statistic, p_value, null_mean, drawn, method)
         if self.metric == "pearson":
             observed = _canonical_correlation(X, Y)
             orders = group_permutations(len(Y), groups, n_permutations, rng)
             permuted = np.array([_canonical_correlation(X, Y[order]) for order in orders])
             p_value = _p_values(observed, permuted)
-            return float(observed), float(p_value), float(permuted.mean()), method
+            return _two_sample_result(observed, p_value, permuted.mean(), n_permutations, method)
         split = X.shape[1]
         if groups is not None:  # the critic reads Z beside X: X's relation to Y may turn with Z
             scaled = _rescale(scaled)
@@ -595,10 +601,11 @@ class DependenceScorer(BaseEstimator):
             permuted = np.hstack([permuted[:, ~read], local_permuted])
         strongest = _largest_standardized(np.vstack([observed, permuted]))
         p_value = float(_p_values(strongest[0], strongest[1:]))
-        return float(estimate.mean()), p_value, float(floor.mean()), method
+        return _two_sample_result(estimate.mean(), p_value, floor.mean(), n_permutations, method)
 
-    def _distance_test(self, X, Y, groups, blocks, n_permutations, rng, paired):
-        """The distance correlation test: its statistic, p-value and permutation mean.
+    def _distance_test(self, X, Y, groups, blocks, n_permutations, rng, paired, early_stop=None):
+        """The distance correlation test: its statistic, p-value, permutation mean and the
+        permutations drawn.
 
         Without Z (``groups`` None) the statistic is the squared distance correlation of X
         and Y, permuted among all rows; for ``paired`` columns, that of each column of X
@@ -608,7 +615,13 @@ class DependenceScorer(BaseEstimator):
         unions of blocks of about ``_UNION_ROWS`` rows beyond ``_FULL_ROWS`` rows of
         multivariate X or Y, so that the cost stays linear in the rows) and the three within
         blocks of nearly equal Z
-        (:func:`~sklearn_adm.independence._conditional.local_statistics`)."""
+        (:func:`~sklearn_adm.independence._conditional.local_statistics`).
+
+        ``early_stop``: a p-value above which the test stops after its first
+        ``FIRST_STAGE`` permutations and returns that stage's p-value (None: never). The
+        p-value stays valid: it is at most ``alpha`` only where the first stage's is, for
+        any ``alpha`` (design/causal-discovery). The permutations are the same draws either
+        way, so a test that does not stop returns the p-value of one that never would."""
         n = len(X)
         if groups is None:  # dcor's test's permutations (of X's rows; these are Y's), in
             # blocks drawn as they are read: sorting keeps O(n) memory at any n
@@ -617,24 +630,42 @@ class DependenceScorer(BaseEstimator):
                 orders = np.concatenate(list(orders))
         else:
             orders = group_permutations(n, groups, n_permutations, rng)
-        if paired:
-            statistic, permuted = permuted_by_sorting(X, Y, orders)
-        elif groups is not None and n > _FULL_ROWS:
+        unions = None
+        if groups is not None and not paired and n > _FULL_ROWS:
             unions = random_unions(blocks, _UNION_ROWS, rng)
-            statistic, permuted = blockwise_distance_correlation(X, Y, unions, orders)
-        else:
-            statistic, permuted = permuted_distance_correlation(X, Y, orders)
-        p_value = _p_values(statistic, permuted)
-        if groups is not None:
-            local, local_permuted = local_statistics(X, Y, blocks, orders)
-            statistics = np.vstack(
-                [np.r_[statistic, local], np.column_stack([permuted, local_permuted])]
-            )
-            strongest = _largest_standardized(statistics)
-            p_value = _p_values(strongest[0], strongest[1:])
+
+        def statistics(orders):
+            """observed ``(k,)`` and permuted ``(len(orders), k)`` statistics"""
+            if paired:
+                observed, permuted = permuted_by_sorting(X, Y, orders)
+            elif unions is not None:
+                observed, permuted = blockwise_distance_correlation(X, Y, unions, orders)
+            else:
+                observed, permuted = permuted_distance_correlation(X, Y, orders)
+            observed, permuted = np.atleast_1d(observed), np.reshape(permuted, (-1, 1))
+            if groups is not None:
+                local, local_permuted = local_statistics(X, Y, blocks, orders)
+                observed = np.r_[observed, local]
+                permuted = np.hstack([permuted, local_permuted])
+            return observed, permuted
+
+        def p_value(observed, permuted):
+            if groups is None:
+                return _p_values(observed[0], permuted[:, 0])
+            strongest = _largest_standardized(np.vstack([observed, permuted]))
+            return _p_values(strongest[0], strongest[1:])
+
+        stages = _stages(orders, n_permutations if early_stop is None else FIRST_STAGE)
+        observed, permuted = statistics(next(stages))
+        p = p_value(observed, permuted)
+        rest = None if p > (early_stop if early_stop is not None else 1) else next(stages, None)
+        if rest is not None:
+            permuted = np.vstack([permuted, statistics(rest)[1]])
+            p = p_value(observed, permuted)
+        statistic, permuted = observed[0], permuted[:, 0]
         if self.metric == "dcor":
             statistic, permuted = np.sqrt(statistic), np.sqrt(permuted)
-        return float(statistic), float(p_value), float(permuted.mean())
+        return float(statistic), float(p), float(permuted.mean()), len(permuted)
 
     def __call__(self, estimator, X, y=None):
         """Scorer protocol: ``-score(estimator.transform(X))``, higher is more independent.
@@ -787,8 +818,66 @@ def _neighbour_null(critic, train, held_out, split, orders):
     return observed, permuted
 
 
+#: permutations of a test that stops early where their p-value is high (``early_stop``)
+FIRST_STAGE = 39
 #: permutations drawn at a time by :func:`_inverse_permutations`
 _PERMUTATION_BLOCK = 16
+
+
+class Afresh:
+    """What a test given Z computes from Z alone, and the samples' residuals given Z,
+    computed afresh at every test (a cache for many tests given one Z overrides these)."""
+
+    def local(self, Z, rng):
+        """The permutation test's :class:`LocalConditioning`, its folds drawn from ``rng``."""
+        return LocalConditioning(Z, *draw_folds(len(Z), rng))
+
+    def residuals(self, given, X, Y):
+        """X's and Y's residuals given Z, each as the permutation test reads it."""
+        return _within(given, given.residuals(np.hstack([X, Y])), X.shape[1])
+
+    def grouped(self, Z, seed):
+        """The asymptotic test's :class:`GroupedConditioning`."""
+        return GroupedConditioning(Z, seed)
+
+    def prepared(self, given, X, Y):
+        """X and Y as the asymptotic test reads them."""
+        return given.prepared(np.hstack([X, Y]), X.shape[1])
+
+
+def _within(given, residuals, split):
+    """The residuals of X (the first ``split`` columns) and of Y, within the groups of
+    ``given``: X's less their linear fit on Z, Y's less their mean."""
+    return given.as_x(residuals[:, :split]), given.as_y(residuals[:, split:])
+
+
+def _stages(orders, first):
+    """The first ``first`` of ``orders`` (an array, or blocks of one from
+    :func:`_inverse_permutations`), then the rest, each an array or a list of blocks."""
+    if isinstance(orders, np.ndarray):
+        yield orders[:first]
+        if first < len(orders):
+            yield orders[first:]
+        return
+    head, taken = [], 0
+    for block in orders:
+        if taken < first:
+            head.append(block[: first - taken])
+            block = block[first - taken :]
+            taken += len(head[-1])
+            if taken == first:
+                yield head
+        if len(block):
+            yield itertools.chain([block], orders)
+            return
+    if taken < first:
+        yield head
+
+
+def _two_sample_result(statistic, p_value, null_mean, drawn, method):
+    return DependenceTestResult(
+        float(statistic), float(p_value), float(null_mean), drawn, True, method
+    )
 
 
 def _inverse_permutations(n, n_permutations, rng):

@@ -1,0 +1,307 @@
+"""ConditionalIndependence: the conditional tests that causal discovery asks of one data
+table, many at the cost of few."""
+
+import hashlib
+from collections import OrderedDict
+from dataclasses import replace
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions, validate_parameter_constraints
+
+from ..independence._conditional import LocalConditioning, draw_folds
+from ..independence._grouped_covariance import GroupedConditioning
+from ..independence._scorer import Afresh, DependenceScorer
+from ._table import Table
+
+#: bytes of work on conditioning sets kept by default: the groups of a set and the residuals
+#: of each variable given it (at 100,000 rows, 1.6 MB a variable)
+CACHE_BYTES = 2**28
+
+
+class ConditionalIndependence:
+    """Tests of conditional independence among the variables of one data table, the work
+    that depends only on the conditioning set shared between tests.
+
+    Causal discovery (PC, FCI, PCMCI) asks whether ``x`` is independent of ``y`` given ``z``
+    for many pairs and many sets ``z``, and asks the same ``z`` for many pairs. Each test is
+    :meth:`DependenceScorer.test(X, Y, Z=Z) <sklearn_adm.DependenceScorer.test>` on all the
+    rows, but what depends on ``z`` alone (its groups of nearly equal values, the
+    regressions of each variable on it, their residuals) is computed once for every pair
+    tested given it, and kept within ``cache_bytes``. A distance test also stops after its
+    first 39 permutations where their p-value is above ``early_stop``: most tests of a
+    causal search are of independent pairs, which need no fine p-value. The adapters for
+    causal-learn, pgmpy and tigramite run on this class.
+
+    Parameters
+    ----------
+    data : array-like or pandas.DataFrame of shape (n_samples, n_variables)
+        The variables, one a column. In a DataFrame, booleans and numbers are read as
+        numbers, an ordered category by its codes, and an unordered category or strings as
+        one indicator column per category (an unordered category is not a number: every
+        two categories are equally far apart). Missing values are NaN (or pandas' missing
+        values).
+    metric : {"dcor", "dcor_sq", "pearson", "adm"}, default="dcor"
+        The test's statistic, as in :class:`~sklearn_adm.DependenceScorer`. ``"adm"`` trains
+        a critic for every test (seconds each); its work is not shared.
+    n_permutations : int, default=200
+        Permutations of a test that draws them (below 10,000 rows, or a test without a
+        conditioning set); the smallest p-value is ``1 / (n_permutations + 1)``.
+    early_stop : float or None, default=0.2
+        A distance test stops after its first 39 permutations where their p-value is above
+        this. The p-value stays valid (at most ``alpha`` with probability at most ``alpha``
+        under independence, for any ``alpha``); None draws every permutation.
+    missing : {"error", "drop"}, default="error"
+        What a missing value in a tested variable does: ``"error"`` raises a ValueError
+        naming the variable; ``"drop"`` leaves that row out of that test only (the result's
+        ``n_dropped`` says how many).
+    random_state : int, RandomState instance or None, default=0
+        Seeds every test alike, so that the work on a conditioning set is the same for
+        every pair tested given it; None draws one seed for the object.
+    cache_bytes : int, default=2**28
+        Bytes at most of work on conditioning sets kept (the least recently used goes
+        first); 0 keeps none.
+    critic_params : dict or None, default=None
+        For ``"adm"``: as in :class:`~sklearn_adm.DependenceScorer`.
+    device : str, default="auto"
+        For ``"adm"``: as in :class:`~sklearn_adm.DependenceScorer`.
+
+    Attributes
+    ----------
+    variables : list
+        The variables' names: the DataFrame's column labels, or positions.
+    n_tests_ : int
+        Tests run so far.
+
+    See Also
+    --------
+    sklearn_adm.DependenceScorer.test : One test of X and Y given Z.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_adm.causal import ConditionalIndependence
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=2000)
+    >>> x, y = np.sin(2 * z) + 0.3 * rng.normal(size=2000), z**2 + 0.3 * rng.normal(size=2000)
+    >>> tests = ConditionalIndependence(np.c_[x, y, z])
+    >>> tests.pvalue(0, 1) < 0.01  # x and y depend on each other through z
+    True
+    >>> tests.pvalue(0, 1, [2]) > 0.05  # and not given z
+    True
+    """
+
+    def __init__(
+        self,
+        data,
+        *,
+        metric="dcor",
+        n_permutations=200,
+        early_stop=0.2,
+        missing="error",
+        random_state=0,
+        cache_bytes=CACHE_BYTES,
+        critic_params=None,
+        device="auto",
+    ):
+        validate_parameter_constraints(
+            {"missing": [StrOptions({"error", "drop"})]},
+            {"missing": missing},
+            caller_name=type(self).__name__,
+        )
+        self._tests = SharedTests(
+            metric=metric,
+            n_permutations=n_permutations,
+            early_stop=early_stop,
+            random_state=random_state,
+            cache_bytes=cache_bytes,
+            critic_params=critic_params,
+            device=device,
+            caller_name=type(self).__name__,
+        )
+        self.metric, self.n_permutations, self.early_stop = metric, n_permutations, early_stop
+        self.missing, self.cache_bytes = missing, cache_bytes
+        self.random_state = self._tests.scorer.random_state
+        self._table = Table(data)
+        self.variables = list(self._table.names)
+        self.n_tests_ = 0
+
+    def test(self, x, y, z=()):
+        """Test whether ``x`` is independent of ``y`` given ``z``.
+
+        Parameters
+        ----------
+        x, y : variable or list of variables
+            Names of the variables (column labels, or positions of an array); a list tests
+            the variables jointly.
+        z : list of variables, default=()
+            The conditioning set; empty for an unconditional test.
+
+        Returns
+        -------
+        result : DependenceTestResult
+            As :meth:`DependenceScorer.test <sklearn_adm.DependenceScorer.test>` returns;
+            ``n_dropped`` counts the rows left out for a missing value.
+
+        Raises
+        ------
+        ValueError
+            For an unknown variable, one in two of ``x``, ``y`` and ``z``, a missing value
+            with ``missing="error"``, or fewer than 4 complete rows.
+        """
+        X, Y, Z, dropped = self._samples(x, y, z)
+        self.n_tests_ += 1
+        return replace(self._tests.test(X, Y, Z), n_dropped=dropped)
+
+    def pvalue(self, x, y, z=()):
+        """The p-value of :meth:`test`."""
+        return self.test(x, y, z).pvalue
+
+    def test_pairs(self, pairs, z=()):
+        """:meth:`test` of each pair ``(x, y)`` of ``pairs`` given one set ``z``: the work
+        on ``z`` is done once for all of them. Returns a list of results."""
+        return [self.test(x, y, z) for x, y in pairs]
+
+    def _samples(self, x, y, z):
+        """X, Y and Z (None where z is empty) on the rows complete in all three, and the
+        number of rows left out."""
+        names = [_as_list(x), _as_list(y), _as_list(z)]
+        if not names[0] or not names[1]:
+            raise ValueError("x and y must each name at least one variable.")
+        positions = [[self._table.variable(name) for name in part] for part in names]
+        seen = {}
+        for part, which in zip(positions, ("x", "y", "z"), strict=True):
+            for j in part:
+                if j in seen:
+                    raise ValueError(
+                        f"Variable {self.variables[j]!r} is in both {seen[j]} and {which}."
+                    )
+                seen[j] = which
+        missing = np.zeros(self._table.n_samples, dtype=bool)
+        for j in seen:
+            gaps = self._table.missing(j)
+            if self.missing == "error" and gaps.any():
+                raise ValueError(
+                    f"Variable {self.variables[j]!r} has {gaps.sum()} missing values; pass "
+                    "missing='drop' to leave such rows out test by test."
+                )
+            missing |= gaps
+        rows = np.flatnonzero(~missing)
+        if len(rows) < 4:
+            raise ValueError(f"Only {len(rows)} rows have every tested variable; 4 needed.")
+        X, Y, Z = (
+            np.hstack([self._table.block(j)[rows] for j in part]) if part else None
+            for part in positions
+        )
+        return X, Y, Z, int(missing.sum())
+
+
+def _as_list(names):
+    if isinstance(names, (list, tuple, set, frozenset, range, np.ndarray)):
+        return list(names)
+    return [names]
+
+
+class SharedTests:
+    """:meth:`DependenceScorer.test` of arrays, the work on each conditioning set kept
+    within ``cache_bytes`` (:class:`ConditioningCache`) and the distance tests stopping
+    early (``early_stop``). The parameters are :class:`ConditionalIndependence`'s, checked
+    here in ``caller_name``'s name."""
+
+    _parameter_constraints: dict = {
+        "metric": [StrOptions({"dcor", "dcor_sq", "pearson", "adm"})],
+        "n_permutations": [Interval(Integral, 1, None, closed="left")],
+        "early_stop": [Interval(Real, 0, 1, closed="right"), None],
+        "random_state": ["random_state"],
+        "cache_bytes": [Interval(Integral, 0, None, closed="left")],
+        "critic_params": [dict, None],
+        "device": [str],
+    }
+
+    def __init__(self, *, caller_name, **params):
+        validate_parameter_constraints(self._parameter_constraints, params, caller_name)
+        seed = params["random_state"]
+        if not isinstance(seed, Integral):  # one seed for every test: the work is shared
+            seed = int(check_random_state(seed).randint(np.iinfo(np.int32).max))
+        self.scorer = DependenceScorer(
+            params["metric"],
+            max_samples=None,
+            random_state=seed,
+            critic_params=params["critic_params"],
+            device=params["device"],
+        )
+        self.n_permutations, self.early_stop = params["n_permutations"], params["early_stop"]
+        self.cache = ConditioningCache(params["cache_bytes"])
+
+    def test(self, X, Y, Z=None):
+        """The test of ``X`` ``(n, p)`` against ``Y`` ``(n, q)`` given ``Z`` ``(n, r)``
+        (None or no columns: unconditional), float64 arrays without missing values."""
+        if Z is not None and Z.shape[1] == 0:
+            Z = None
+        return self.scorer._test_samples(
+            X, Y, self.n_permutations, Z, shared=self.cache, early_stop=self.early_stop
+        )
+
+
+class ConditioningCache(Afresh):
+    """What tests given one ``Z`` share, kept in memory up to ``max_bytes``, the least
+    recently used first out: each conditioning's groups, and each sample's residuals given
+    it. Keys are digests of the arrays' bytes, so that any table, rows left out or not, is
+    keyed by what it holds; a conditioning is also keyed by the draws that made it."""
+
+    def __init__(self, max_bytes):
+        self.max_bytes = max_bytes
+        self._entries = OrderedDict()
+        self._bytes = 0
+
+    def local(self, Z, rng):
+        folds, seed = draw_folds(len(Z), rng)  # the test's draws, whatever is kept
+        key = ("local", _digest(Z), _digest(folds), seed)
+        return self._kept(key, lambda: LocalConditioning(Z, folds, seed))
+
+    def residuals(self, given, X, Y):
+        key = ("local", _digest(given.Z), _digest(given.folds), given.seed)
+
+        def within(sample, role):
+            raw = self._kept((*key, "raw", _digest(sample)), lambda: given.residuals(sample))
+            form = given.as_x if role == "x" else given.as_y
+            return self._kept((*key, role, _digest(sample)), lambda: form(raw))
+
+        return within(X, "x"), within(Y, "y")
+
+    def grouped(self, Z, seed):
+        return self._kept(("grouped", _digest(Z), seed), lambda: GroupedConditioning(Z, seed))
+
+    def prepared(self, given, X, Y):
+        key = ("grouped", _digest(given.Z), given.random_state)
+        return tuple(self._kept((*key, _digest(A)), lambda A=A: given.prepared(A)) for A in (X, Y))
+
+    def _kept(self, key, make):
+        if key in self._entries:
+            self._entries.move_to_end(key)
+            return self._entries[key][0]
+        value = make()
+        size = _nbytes(value)
+        if size <= self.max_bytes:
+            self._entries[key] = (value, size)
+            self._bytes += size
+            while self._bytes > self.max_bytes:
+                _, (_, freed) = self._entries.popitem(last=False)
+                self._bytes -= freed
+        return value
+
+
+def _digest(A):
+    """A digest of the array ``A``'s shape and bytes."""
+    A = np.ascontiguousarray(A)
+    digest = hashlib.blake2b(str(A.shape).encode(), digest_size=16)
+    digest.update(A.view(np.uint8).reshape(-1))
+    return digest.digest()
+
+
+def _nbytes(value):
+    """Bytes of the arrays ``value`` holds (an array, or an object's array attributes)."""
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    return sum(v.nbytes for v in vars(value).values() if isinstance(v, np.ndarray))
