@@ -53,6 +53,15 @@ def test_each_test_is_the_scorers_test_and_the_work_on_z_is_done_once(n, monkeyp
     assert tests.test(0, 1, [2]).pvalue > 0.01  # and not given z
 
 
+def test_a_search_reads_the_asymptotic_null_from_asymptotic_rows():
+    data = chain(2000, np.random.default_rng(0))
+    asymptotic = "asymptotic, random frequencies"
+    assert ConditionalIndependence(data).test(0, 1, [2]).method == asymptotic
+    permuted = ConditionalIndependence(data, asymptotic_rows=None).test(0, 1, [2])
+    assert permuted.method == "local permutation" and permuted.pvalue > 0.01
+    assert ConditionalIndependence(data).test(0, 1).method == "permutation"  # without z
+
+
 def test_a_cache_of_no_bytes_keeps_nothing(monkeypatch):
     data = chain(400, np.random.default_rng(0))
     cells = counting(monkeypatch, _conditional, "local_cells")

@@ -58,6 +58,11 @@ class CausalLearnTest(CIT_Base):
         )
         self.tests = ConditionalIndependence(data, metric=metric, **params)
 
+    def __deepcopy__(self, memo):
+        """The test itself: causal-learn copies its graphs, the test among their fields, and
+        a copy would copy the work kept on the conditioning sets."""
+        return self
+
     def __call__(self, X, Y, condition_set=None):
         """The p-value of the test of variables ``X`` and ``Y`` (positions) given
         ``condition_set``."""

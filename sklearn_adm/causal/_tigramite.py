@@ -3,14 +3,14 @@
 import numpy as np
 from tigramite.independence_tests.independence_tests_base import CondIndTest
 
-from ._engine import CACHE_BYTES, SharedTests
+from ._engine import ASYMPTOTIC_ROWS, CACHE_BYTES, SharedTests
 
 
 class TigramiteTest(CondIndTest):
     """sklearn-adm's conditional test as a tigramite test (``CondIndTest``), for ``PCMCI``.
 
     The test finds its own p-value, which tigramite reads as its ``"analytic"``
-    significance: from 10,000 rows, the distance test's asymptotic null; below, its
+    significance: from ``asymptotic_rows`` rows, the distance test's asymptotic null; below, its
     permutations of Y's rows within groups of nearly equal Z (tigramite's block shuffles of
     X do not keep X's dependence on Z, on which a test of X given Z rests). The work on a
     conditioning set is shared between the tests given it, as in
@@ -21,7 +21,7 @@ class TigramiteTest(CondIndTest):
     ----------
     metric : {"dcor", "dcor_sq", "pearson", "adm"}, default="dcor"
         The statistic, as in :class:`~sklearn_adm.DependenceScorer`.
-    n_permutations, early_stop, random_state, cache_bytes, critic_params, device
+    n_permutations, early_stop, asymptotic_rows, random_state, cache_bytes, critic_params, device
         As in :class:`ConditionalIndependence`.
     **kwargs
         tigramite's own options (``mask_type``, ``verbosity``, ...).
@@ -53,6 +53,7 @@ class TigramiteTest(CondIndTest):
         *,
         n_permutations=200,
         early_stop=0.2,
+        asymptotic_rows=ASYMPTOTIC_ROWS,
         random_state=0,
         cache_bytes=CACHE_BYTES,
         critic_params=None,
@@ -69,6 +70,7 @@ class TigramiteTest(CondIndTest):
             metric=metric,
             n_permutations=n_permutations,
             early_stop=early_stop,
+            asymptotic_rows=asymptotic_rows,
             random_state=random_state,
             cache_bytes=cache_bytes,
             critic_params=critic_params,

@@ -67,14 +67,21 @@ class LocalConditioning:
     def __init__(self, Z, folds, seed):
         self.Z, self.folds, self.seed = Z, folds, seed
         self.groups, self.blocks = local_cells(Z, folds, seed)
+        self.bases = {}  # each fold's SmoothBasis, made at the first regression
+
+    @property
+    def nbytes(self):
+        """Bytes of the arrays kept."""
+        arrays = (self.Z, self.folds, self.groups, self.blocks)
+        return sum(a.nbytes for a in arrays) + sum(b.nbytes for b in self.bases.values())
 
     def residuals(self, A):
         """``A`` less its cross-fitted prediction from Z (:func:`cross_fitted_residuals`)."""
-        return cross_fitted_residuals(A, self.Z, self.folds, self.seed)
+        return cross_fitted_residuals(A, self.Z, self.folds, self.seed, self.bases)
 
     def locally_scaled(self, residuals):
         """The residuals over their scale given Z (:func:`locally_scaled`)."""
-        return locally_scaled(residuals, self.Z, self.folds, self.seed)
+        return locally_scaled(residuals, self.Z, self.folds, self.seed, self.bases)
 
     def as_x(self, residuals):
         """X's residuals less their linear fit on Z within each group (:func:`linear_within`)."""
@@ -92,27 +99,31 @@ def draw_folds(n, rng):
     return folds, int(rng.randint(np.iinfo(np.int32).max))
 
 
-def cross_fitted_residuals(A, Z, folds, random_state):
+def cross_fitted_residuals(A, Z, folds, random_state, bases=None):
     """``A`` less its prediction from ``Z`` ``(n, q)``, each fold's rows predicted by a
     model fitted on the other folds' rows (``folds``: a fold label per row): a kernel ridge
-    regression (:func:`smooth_regression`)."""
+    regression (:func:`smooth_regression`). ``bases``: a dict of each fold's
+    :class:`SmoothBasis`, used and filled, for regressions of other columns on the same Z."""
+    bases = {} if bases is None else bases
     residuals = np.empty_like(A)
     with one_thread():  # small products: threads would spin-wait
         for fold in np.unique(folds):
             fit, predict = folds != fold, folds == fold
-            regression = smooth_regression(Z[fit], A[fit], random_state)
+            if fold not in bases:
+                bases[fold] = SmoothBasis(Z[fit], random_state)
+            regression = bases[fold].regression(A[fit])
             residuals[predict] = A[predict] - regression(Z[predict])
     return residuals
 
 
-def locally_scaled(R, Z, folds, random_state):
+def locally_scaled(R, Z, folds, random_state, bases=None):
     """The residuals ``R`` divided by their scale given ``Z``: the square root of a
     cross-fitted prediction of ``R**2`` from ``Z`` (:func:`cross_fitted_residuals`), at least
     ``SCALE_FLOOR`` times the mean square. Under the null this keeps X and Y independent given Z
     (it is a function of each and of Z), and it removes the part of their dependence on Z
     that is a scale."""
     squares = R**2
-    scale = squares - cross_fitted_residuals(squares, Z, folds, random_state)
+    scale = squares - cross_fitted_residuals(squares, Z, folds, random_state, bases)
     return R / np.sqrt(np.maximum(scale, SCALE_FLOOR * squares.mean(axis=0)))
 
 
@@ -126,60 +137,98 @@ def smooth_regression(Z, A, random_state, landmarks=LANDMARKS, select_rows=None)
     ``benchmarks/bench_conditional.py``).
 
     The bandwidths are compared on the first ``select_rows`` rows (all where None), and
-    those chosen fitted again on all rows. The squared distances to the landmarks are
-    computed once for every bandwidth, and a prediction is one product of the new rows'
-    kernel columns with weights folded from the Nystroem map and the coefficients."""
-    n = len(Z)
-    scaler = StandardScaler().fit(Z)
-    Z = scaler.transform(Z)
-    # the landmarks Nystroem(random_state=...) draws
-    centres = Z[check_random_state(random_state).permutation(n)[: min(n, landmarks)]]
-    to_centres = _squared_distances(Z, centres)
-    between = _squared_distances(centres, centres)
-    gammas = [1 / (2 * width**2 * Z.shape[1]) for width in BANDWIDTHS]
-    normalizations = {}
+    those chosen fitted again on all rows. All that depends on Z alone is
+    :class:`SmoothBasis`'s, kept for the regressions of other columns on the same Z."""
+    return SmoothBasis(Z, random_state, landmarks).regression(A, select_rows)
 
-    def fit(width, rows):
-        """gamma, weights on the kernel columns, intercepts and LOO errors of one bandwidth"""
-        if width not in normalizations:
-            normalizations[width] = _nystroem_normalization(np.exp(-gammas[width] * between))
-        normalization = normalizations[width]
-        kernel = np.multiply(to_centres[rows], -gammas[width])
-        phi = np.exp(kernel, out=kernel) @ normalization
-        phi_mean, centre = phi.mean(axis=0), A[rows].mean(axis=0)
-        phi -= phi_mean
-        coefficients, errors = _ridge_loo(phi, A[rows] - centre, PENALTIES * len(phi))
+
+class SmoothBasis:
+    """What :func:`smooth_regression` computes from ``Z`` alone: the standardised Z, the
+    landmarks and their squared distances, and for each bandwidth (and rows fitted) the
+    centred kernel features with their eigendecomposition (:class:`_RidgeDesign`), made at
+    first use. A regression of a column then costs a few products with the features.
+    The squared distances to the landmarks are computed once for every bandwidth, and a
+    prediction is one product of the new rows' kernel columns with weights folded from the
+    Nystroem map and the coefficients."""
+
+    def __init__(self, Z, random_state, landmarks=LANDMARKS):
+        self.n_samples = len(Z)
+        self.scaler = StandardScaler().fit(Z)
+        Z = self.scaler.transform(Z)
+        # the landmarks Nystroem(random_state=...) draws
+        order = check_random_state(random_state).permutation(len(Z))
+        self.centres = Z[order[: min(len(Z), landmarks)]]
+        self._to_centres = _squared_distances(Z, self.centres)
+        self._between = _squared_distances(self.centres, self.centres)
+        self._gammas = [1 / (2 * width**2 * Z.shape[1]) for width in BANDWIDTHS]
+        self._normalizations = {}
+        self._designs = {}  # (bandwidth, rows fitted): features' means and their design
+
+    @property
+    def nbytes(self):
+        """Bytes of the arrays kept."""
+        designs = sum(mean.nbytes + design.nbytes for mean, design in self._designs.values())
+        normalizations = sum(a.nbytes for a in self._normalizations.values())
+        return self._to_centres.nbytes + self._between.nbytes + normalizations + designs
+
+    def _normalization(self, width):
+        if width not in self._normalizations:
+            kernel = np.exp(-self._gammas[width] * self._between)
+            self._normalizations[width] = _nystroem_normalization(kernel)
+        return self._normalizations[width]
+
+    def _design(self, width, stop):
+        """The centred kernel features' means and :class:`_RidgeDesign` of the first
+        ``stop`` rows at one bandwidth."""
+        if (width, stop) not in self._designs:
+            kernel = np.multiply(self._to_centres[:stop], -self._gammas[width])
+            phi = np.exp(kernel, out=kernel) @ self._normalization(width)
+            phi_mean = phi.mean(axis=0)
+            phi -= phi_mean
+            self._designs[width, stop] = phi_mean, _RidgeDesign(phi, PENALTIES * len(phi))
+        return self._designs[width, stop]
+
+    def _fit(self, A, width, stop):
+        """gamma, weights on the kernel columns, intercepts and LOO errors of one bandwidth
+        fitted on the first ``stop`` rows of ``A``"""
+        phi_mean, design = self._design(width, stop)
+        centre = A[:stop].mean(axis=0)
+        coefficients, errors = design.solve(A[:stop] - centre)
         intercepts = centre - phi_mean @ coefficients
-        return gammas[width], normalization @ coefficients, intercepts, errors
+        return self._gammas[width], self._normalization(width) @ coefficients, intercepts, errors
 
-    selection = slice(0, n if select_rows is None else select_rows)
-    fits = [fit(width, selection) for width in range(len(BANDWIDTHS))]
-    best = np.argmin([errors for *_, errors in fits], axis=0)  # a bandwidth per column
-    if selection.stop < n:
-        for width in np.unique(best):
-            fits[width] = fit(width, slice(0, n))
+    def regression(self, A, select_rows=None):
+        """The predictor of :func:`smooth_regression` of ``A`` (a row per row of Z)."""
+        n = self.n_samples
+        selection = n if select_rows is None else select_rows
+        fits = [self._fit(A, width, selection) for width in range(len(BANDWIDTHS))]
+        best = np.argmin([errors for *_, errors in fits], axis=0)  # a bandwidth per column
+        if selection < n:
+            for width in np.unique(best):
+                fits[width] = self._fit(A, width, n)
+        scaler, centres = self.scaler, self.centres
 
-    def predict(Z_new):
-        Z_new = scaler.transform(Z_new)
-        prediction = np.empty((len(Z_new), A.shape[1]))
-        widths = np.unique(best)
-        # a chunk of rows at a time, in buffers made once (a new one per chunk costs its
-        # page faults)
-        to_new = np.empty((min(len(Z_new), _PREDICT_ROWS), len(centres)))
-        kernel = np.empty_like(to_new)
-        for start in range(0, len(Z_new), _PREDICT_ROWS):
-            rows = slice(start, start + _PREDICT_ROWS)
-            block = Z_new[rows]
-            distances = _squared_distances(block, centres, out=to_new[: len(block)])
-            values = kernel[: len(block)]
-            for width in widths:
-                gamma, weights, intercepts, _ = fits[width]
-                columns = best == width
-                np.exp(np.multiply(distances, -gamma, out=values), out=values)
-                prediction[rows, columns] = values @ weights[:, columns] + intercepts[columns]
-        return prediction
+        def predict(Z_new):
+            Z_new = scaler.transform(Z_new)
+            prediction = np.empty((len(Z_new), A.shape[1]))
+            widths = np.unique(best)
+            # a chunk of rows at a time, in buffers made once (a new one per chunk costs its
+            # page faults)
+            to_new = np.empty((min(len(Z_new), _PREDICT_ROWS), len(centres)))
+            kernel = np.empty_like(to_new)
+            for start in range(0, len(Z_new), _PREDICT_ROWS):
+                rows = slice(start, start + _PREDICT_ROWS)
+                block = Z_new[rows]
+                distances = _squared_distances(block, centres, out=to_new[: len(block)])
+                values = kernel[: len(block)]
+                for width in widths:
+                    gamma, weights, intercepts, _ = fits[width]
+                    columns = best == width
+                    np.exp(np.multiply(distances, -gamma, out=values), out=values)
+                    prediction[rows, columns] = values @ weights[:, columns] + intercepts[columns]
+            return prediction
 
-    return predict
+        return predict
 
 
 def _squared_distances(A, B, out=None):
@@ -203,28 +252,48 @@ def _nystroem_normalization(kernel):
 def _ridge_loo(phi, A, penalties):
     """Ridge regressions of the centred columns of ``A`` on the centred features ``phi``:
     for each column the coefficients ``(m,)`` of the penalty with the least leave-one-out
-    error, and that error. With ``phi = U S V^T``, the fit under penalty ``l`` is
-    ``U diag(s^2 / (s^2 + l)) U^T a`` and row i's leave-one-out residual is its residual
-    over ``1 - h_i``, ``h`` the hat matrix's diagonal (plus ``1/n`` for the intercept)."""
-    squares, V = np.linalg.eigh(phi.T @ phi)
-    keep = squares > 1e-10 * squares.max()
-    squares, V = squares[keep], V[:, keep]
-    singular = np.sqrt(squares)
-    U = phi @ V
-    U /= singular
-    projections = U.T @ A  # (r, q)
-    shrink = squares / (squares + penalties[:, None])  # (penalties, r)
-    fitted = U @ (shrink[:, :, None] * projections)  # (penalties, n, q)
-    # a row fitted exactly (leverage 1: a fold of one row) has no leave-one-out residual
-    leverage = np.minimum(shrink @ (U**2).T + 1 / len(A), 1 - 1e-9)  # (penalties, n)
-    # (in place: new arrays of this size cost page faults)
-    loo_residuals = np.subtract(A, fitted, out=fitted)
-    loo_residuals /= (1 - leverage)[:, :, None]
-    errors = np.mean(np.square(loo_residuals, out=loo_residuals), axis=1)
-    best = np.argmin(errors, axis=0)  # a penalty per column
-    weights = singular[:, None] / (squares[:, None] + penalties[best][None, :])
-    coefficients = V @ (weights * projections)
-    return coefficients, np.min(errors, axis=0)
+    error, and that error (:class:`_RidgeDesign`)."""
+    return _RidgeDesign(phi, penalties).solve(A)
+
+
+class _RidgeDesign:
+    """What the ridge regressions on the centred features ``phi`` ``(n, m)`` under each of
+    ``penalties`` share, whatever the columns regressed. With ``phi = U S V^T``, the fit
+    under penalty ``l`` is ``U diag(s^2 / (s^2 + l)) U^T a`` and row i's leave-one-out
+    residual is its residual over ``1 - h_i``, ``h`` the hat matrix's diagonal (plus ``1/n``
+    for the intercept)."""
+
+    def __init__(self, phi, penalties):
+        squares, V = np.linalg.eigh(phi.T @ phi)
+        keep = squares > 1e-10 * squares.max()
+        self.squares, self.V = squares[keep], V[:, keep]
+        self.singular = np.sqrt(self.squares)
+        self.U = phi @ self.V
+        self.U /= self.singular
+        self.penalties = penalties
+        self.shrink = self.squares / (self.squares + penalties[:, None])  # (penalties, r)
+        # a row fitted exactly (leverage 1: a fold of one row) has no leave-one-out residual
+        leverage = np.minimum(self.shrink @ (self.U**2).T + 1 / len(phi), 1 - 1e-9)
+        self.leverage = leverage  # (penalties, n)
+
+    @property
+    def nbytes(self):
+        """Bytes of the arrays kept."""
+        return sum(a.nbytes for a in (self.V, self.U, self.shrink, self.leverage))
+
+    def solve(self, A):
+        """For each centred column of ``A`` ``(n, q)``, the coefficients ``(m,)`` of the
+        penalty with the least leave-one-out error, and that error."""
+        projections = self.U.T @ A  # (r, q)
+        fitted = self.U @ (self.shrink[:, :, None] * projections)  # (penalties, n, q)
+        # (in place: new arrays of this size cost page faults)
+        loo_residuals = np.subtract(A, fitted, out=fitted)
+        loo_residuals /= (1 - self.leverage)[:, :, None]
+        errors = np.mean(np.square(loo_residuals, out=loo_residuals), axis=1)
+        best = np.argmin(errors, axis=0)  # a penalty per column
+        weights = self.singular[:, None] / (self.squares[:, None] + self.penalties[best][None, :])
+        coefficients = self.V @ (weights * projections)
+        return coefficients, np.min(errors, axis=0)
 
 
 def local_cells(Z, folds, random_state):

@@ -32,7 +32,7 @@ import numpy as np
 from scipy import integrate, stats
 
 from .._runtime.threads import one_thread
-from ._conditional import smooth_regression
+from ._conditional import SmoothBasis
 
 #: rows from which the conditional distance test is asymptotic (design/conditional-test:
 #: its level over 200 null draws at 10,000, 20,000 and 100,000 rows)
@@ -67,23 +67,30 @@ _SAMPLE_ROWS = 4096
 _SMALLEST_P = 1e-8
 
 
-def residuals_given(A, Z, random_state):
+def residuals_given(A, Z, random_state, basis=None):
     """``A`` less its prediction from ``Z`` by :func:`smooth_regression`, fitted on
-    ``max(FIT_ROWS, n // FIT_SHARE)`` rows drawn at random. Under conditional
-    independence the residuals of X and of Y stay independent given Z: each is a function
-    of its own sample and of Z."""
-    rng = np.random.RandomState(random_state)
-    fit_rows = max(FIT_ROWS, len(A) // FIT_SHARE)
-    fit = rng.permutation(len(A))[:fit_rows]
-    predict = smooth_regression(
-        Z[fit], A[fit], random_state, landmarks=FIT_LANDMARKS, select_rows=SELECT_ROWS
-    )
+    ``max(FIT_ROWS, n // FIT_SHARE)`` rows drawn at random (``basis``: the
+    :func:`fit_basis` of ``Z`` for these rows, where kept). Under conditional independence
+    the residuals of X and of Y stay independent given Z: each is a function of its own
+    sample and of Z."""
+    basis = fit_basis(Z, random_state) if basis is None else basis
+    predict = basis.regression(A[_fit_rows(len(A), random_state)], select_rows=SELECT_ROWS)
     residuals = A - predict(Z)
     # a column that Z predicts to its rounding (a constant one) has no residual: what is
     # left is rounding, which standardising would blow up
     exact = _centred_and_spread(residuals)[1] <= 1e-10 * np.abs(A).max(axis=0)
     residuals[:, exact] = 0
     return residuals
+
+
+def fit_basis(Z, random_state):
+    """The :class:`~sklearn_adm.independence._conditional.SmoothBasis` of the rows of ``Z``
+    that :func:`residuals_given` fits on."""
+    return SmoothBasis(Z[_fit_rows(len(Z), random_state)], random_state, FIT_LANDMARKS)
+
+
+def _fit_rows(n, random_state):
+    return np.random.RandomState(random_state).permutation(n)[: max(FIT_ROWS, n // FIT_SHARE)]
 
 
 def groups_along(Z):
@@ -293,6 +300,13 @@ class GroupedConditioning:
         self._sizes = np.bincount(self.groups)
         self._starts = np.cumsum(self._sizes) - self._sizes
         self.z_of_group = self._of_group(_standardized(self.Z))
+        self._basis = None  # the regressions' SmoothBasis, made at the first
+
+    @property
+    def nbytes(self):
+        """Bytes of the arrays kept."""
+        arrays = (self.order, self.groups, self.Z, self.z_of_group, self._sizes, self._starts)
+        return sum(a.nbytes for a in arrays) + (self._basis.nbytes if self._basis else 0)
 
     def _of_group(self, A):
         """Each row's group's mean of ``A``."""
@@ -304,7 +318,9 @@ class GroupedConditioning:
         split into the first ``split`` columns and the others where given."""
         with one_thread():
             A = A[self.order]
-            residuals = residuals_given(A, self.Z, self.random_state)
+            if self._basis is None:
+                self._basis = fit_basis(self.Z, self.random_state)
+            residuals = residuals_given(A, self.Z, self.random_state, self._basis)
             # Within a group only the residuals vary: beside them, the residuals with the
             # group's mean Z, and each sample rebuilt from its residuals and the group's
             # mean prediction (X = f(Z) + e keeps Z's part and e's at one frequency, as a

@@ -485,10 +485,21 @@ class DependenceScorer(BaseEstimator):
         observed, permuted = values[0], values[1:]
         return observed, _p_values(observed, permuted), permuted.mean(axis=0)
 
-    def _test_samples(self, X, Y, n_permutations, Z=None, *, shared=None, early_stop=None):
+    def _test_samples(
+        self,
+        X,
+        Y,
+        n_permutations,
+        Z=None,
+        *,
+        shared=None,
+        early_stop=None,
+        asymptotic_rows=ASYMPTOTIC_ROWS,
+    ):
         """:meth:`test` of two samples. ``shared`` computes what depends on Z alone and the
         samples' residuals given Z (:class:`Afresh`, or a cache of them for many tests
-        given one Z); ``early_stop``: see :meth:`_distance_test`."""
+        given one Z); ``early_stop``: see :meth:`_distance_test`; from ``asymptotic_rows``
+        rows the distance test given Z is asymptotic."""
         shared = Afresh() if shared is None else shared
         samples = [X, Y] if Z is None else [X, Y, Z]
         for A in samples:
@@ -507,7 +518,7 @@ class DependenceScorer(BaseEstimator):
             check_array(A, dtype=np.float64, ensure_min_samples=2, ensure_2d=False) for A in samples
         ]
         X, Y, *Z = (A.reshape(len(A), -1) for A in samples)
-        if Z and self.metric in ("dcor", "dcor_sq") and len(X) >= ASYMPTOTIC_ROWS:
+        if Z and self.metric in ("dcor", "dcor_sq") and len(X) >= asymptotic_rows:
             given = shared.grouped(Z[0], int(rng.randint(np.iinfo(np.int32).max)))
             statistic, p_value, null_mean = given.test(*shared.prepared(given, X, Y))
             if self.metric == "dcor":
