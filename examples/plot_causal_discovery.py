@@ -23,7 +23,7 @@ from causallearn.search.ConstraintBased.PC import pc
 from sklearn_adm.causal import CausalLearnTest  # noqa: F401 (registers "adm_dcor")
 
 rng = np.random.default_rng(0)
-n = 800 if os.environ.get("SKLEARN_ADM_EXAMPLES_QUICK") else 3000
+n = 2000 if os.environ.get("SKLEARN_ADM_EXAMPLES_QUICK") else 3000
 names = ["A", "B", "C", "D", "E", "F"]
 true_edges = [("A", "B"), ("A", "C"), ("B", "D"), ("C", "D"), ("D", "E")]
 

@@ -42,7 +42,8 @@ scorer = DependenceScorer("dcor_sq", random_state=0)
 results = {}
 for name, Z in embeddings.items():
     scores = scorer.per_feature(Z)
-    p_values, floor = scorer.test(Z, n_permutations=5 if QUICK else 100)
+    result = scorer.test(Z, n_permutations=5 if QUICK else 100)
+    p_values, floor = result.pvalue, result.null_mean
     results[name] = scores, floor
     print(
         f"{name}: mean score {scores.mean():.4f}, mean floor {floor.mean():.4f}, "

@@ -52,13 +52,6 @@ def test_pairwise_matches_dcor(name, Z, squared):
     )
 
 
-def test_pairwise_block_rows_is_deprecated_and_changes_nothing():
-    Z = np.random.default_rng(1).normal(size=(200, 5))
-    with pytest.warns(FutureWarning, match="block_rows is deprecated"):
-        blocked = distance_correlation_pairwise(Z, block_rows=7)
-    np.testing.assert_array_equal(blocked, distance_correlation_pairwise(Z))
-
-
 @pytest.mark.parametrize("n", [2, 3, 7, 70])
 def test_pairwise_by_sorting_is_dcors_naive_statistic_with_ties_and_constants(n):
     """The sweep over sorted columns gives the V-statistic of dcor's naive algorithm to 1e-10,

@@ -53,11 +53,11 @@ def follows_the_factors(model, plain_leak):
 @pytest.fixture(scope="module")
 def adm_and_plain():
     """A plain autoencoder's fit (its codes read the same on every CPU dispatch measured),
-    and ADM fits of eight starts (for the decoder contrast to choose from) for the seeds it
-    takes to decide the majority of seeds 0, 1 and 2: the third only where the first two
-    disagree. A nonlinear mixture has independent solutions that mix the factors
-    (Darmois-type), which the contrast disfavours without a guarantee, so one seed may land
-    there on another CPU's rounding (doc/design/tests-on-every-cpu.md)."""
+    and ADM fits of eight starts (for the decoder contrast to choose from): seed 0, and
+    seeds 1 and 2 only where seed 0 does not follow the factors. A nonlinear mixture has
+    independent solutions that mix the factors (Darmois-type), which the contrast disfavours
+    without a guarantee, so one seed may land there on another CPU's rounding
+    (doc/design/tests-on-every-cpu.md)."""
     X, _ = make_nonlinear_mixture(5_000, random_state=0)
     # with no dependence term the critic only watches: one step an update
     plain = NonlinearPICA(n_components=2, dependence_weight=0, critic_steps=1, random_state=0)
@@ -65,7 +65,7 @@ def adm_and_plain():
     plain_leak = plain_follows[[0, 1], 1 - plain_follows.argmax(axis=1)].max()
     adm, followed = [], []
     for seed in (0, 1, 2):
-        if len(followed) == 2 and followed[0] == followed[1]:
+        if followed == [True]:
             break
         adm.append(NonlinearPICA(n_components=2, n_init=8, random_state=seed).fit(X))
         followed.append(follows_the_factors(adm[-1], plain_leak))
@@ -88,9 +88,9 @@ def test_adm_makes_the_bottleneck_far_less_dependent_than_a_plain_autoencoder(ad
 
 
 def test_each_component_follows_one_factor(adm_and_plain):
-    """The majority of seeds 0, 1 and 2: each component follows one factor."""
+    """Seed 0, or else both seeds 1 and 2: each component follows one factor."""
     _, _, followed = adm_and_plain
-    assert sum(followed) >= 2
+    assert followed == [True] or followed[1:] == [True, True]
 
 
 def test_decoder_contrast_measures_how_far_from_orthogonal_the_columns_are():

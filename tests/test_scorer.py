@@ -120,7 +120,8 @@ def test_adm_pairwise_finds_the_dependent_pair(rng):
 
 def test_permutation_test_and_floor(rng):
     Z = xx2_and_noise(rng, 300)
-    p_values, floor = DependenceScorer("dcor_sq", random_state=0).test(Z, n_permutations=50)
+    result = DependenceScorer("dcor_sq", random_state=0).test(Z, n_permutations=50)
+    p_values, floor = result.pvalue, result.null_mean
     assert p_values[0] == p_values[1] == pytest.approx(1 / 51)  # beyond every permutation
     assert p_values[2] > 0.05
     observed = DependenceScorer("dcor_sq").per_feature(Z)
@@ -132,10 +133,10 @@ def test_floor_grows_as_samples_shrink():
     rng = np.random.default_rng(0)
     floors = []
     for n in (300, 1200):
-        _, floor = DependenceScorer("dcor_sq", random_state=0).test(
+        result = DependenceScorer("dcor_sq", random_state=0).test(
             rng.uniform(size=(n, 8)), n_permutations=10
         )
-        floors.append(floor.mean())
+        floors.append(result.null_mean.mean())
     assert floors[0] > 2 * floors[1]
 
 
@@ -210,9 +211,9 @@ def test_learned_test_holds_its_level_on_independent_data(two_samples):
 def test_learned_test_finds_a_wiggly_relation_that_pearson_misses(rng):
     x = rng.uniform(-1, 1, size=400)
     y = np.cos(4 * np.pi * x) + 0.3 * rng.normal(size=400)  # uncorrelated with x
-    statistic, p_value = DependenceScorer("adm", random_state=0).test(x, y, n_permutations=99)
-    assert p_value == pytest.approx(1 / 100) and statistic > 0.05  # the floor is about 0.005
-    assert DependenceScorer("pearson", random_state=0).test(x, y, n_permutations=99)[1] > 0.05
+    result = DependenceScorer("adm", random_state=0).test(x, y, n_permutations=99)
+    assert result.pvalue == pytest.approx(1 / 100) and result.statistic > 0.05  # floor ~0.005
+    assert DependenceScorer("pearson", random_state=0).test(x, y, n_permutations=99).pvalue > 0.05
 
 
 def test_two_sample_test_is_dcor_test(rng):
@@ -220,11 +221,11 @@ def test_two_sample_test_is_dcor_test(rng):
 
     X = rng.normal(size=(150, 3))
     Y = X[:, :1] ** 2 + 0.5 * rng.normal(size=(150, 1))
-    statistic, p_value = DependenceScorer("dcor", random_state=0).test(X, Y, n_permutations=99)
-    assert statistic == pytest.approx(dcor.distance_correlation(X, Y), rel=1e-9)
-    assert p_value == pytest.approx(1 / 100)
-    squared, _ = DependenceScorer("dcor_sq", random_state=0).test(X, Y, n_permutations=9)
-    assert squared == pytest.approx(statistic**2)
+    result = DependenceScorer("dcor", random_state=0).test(X, Y, n_permutations=99)
+    assert result.statistic == pytest.approx(dcor.distance_correlation(X, Y), rel=1e-9)
+    assert result.pvalue == pytest.approx(1 / 100)
+    squared = DependenceScorer("dcor_sq", random_state=0).test(X, Y, n_permutations=9).statistic
+    assert squared == pytest.approx(result.statistic**2)
     # on independent samples the p-value is dcor's, which ranks the same permutations
     Y = rng.normal(size=(150, 2))
     for seed in range(3):
@@ -239,9 +240,9 @@ def test_two_sample_test_is_dcor_test(rng):
 def test_two_sample_pearson_is_the_first_canonical_correlation(rng):
     X = rng.normal(size=(500, 2))
     Y = np.c_[X @ [1.0, -2.0] + rng.normal(size=500), rng.normal(size=500)]
-    statistic, p_value = DependenceScorer("pearson", random_state=0).test(X, Y)
+    result = DependenceScorer("pearson", random_state=0).test(X, Y)
     explained = np.corrcoef(X @ [1.0, -2.0], Y[:, 0])[0, 1]
-    assert statistic == pytest.approx(explained, abs=0.02) and p_value < 0.01
+    assert result.statistic == pytest.approx(explained, abs=0.02) and result.pvalue < 0.01
 
 
 @pytest.mark.parametrize(
@@ -327,9 +328,9 @@ def test_learned_test_finds_sixteen_periods_in_300_rows():
     rng = np.random.default_rng(1)
     x = rng.uniform(-1, 1, size=300)
     y = np.sin(16 * np.pi * x) + 0.5 * rng.normal(size=300)
-    statistic, p_value = DependenceScorer("adm", random_state=0).test(x, y, n_permutations=99)
-    assert p_value == pytest.approx(1 / 100)
-    assert DependenceScorer("dcor", random_state=0).test(x, y, n_permutations=99)[1] > 0.05
+    result = DependenceScorer("adm", random_state=0).test(x, y, n_permutations=99)
+    assert result.pvalue == pytest.approx(1 / 100)
+    assert DependenceScorer("dcor", random_state=0).test(x, y, n_permutations=99).pvalue > 0.05
 
 
 def test_learned_test_is_not_drowned_by_dependence_inside_a_sample():
@@ -340,7 +341,7 @@ def test_learned_test_is_not_drowned_by_dependence_inside_a_sample():
     y = x[:, :1] ** 2 + 0.5 * rng.normal(size=(400, 1))
     Y = np.c_[y, y + 0.02 * rng.normal(size=(400, 1))]
     scorer = DependenceScorer("adm", random_state=0, critic_params={"max_iter": 500})
-    assert scorer.test(x, Y, n_permutations=99)[1] == pytest.approx(1 / 100)
+    assert scorer.test(x, Y, n_permutations=99).pvalue == pytest.approx(1 / 100)
 
 
 def _held_out_linear_r2(Z):
@@ -387,7 +388,8 @@ def test_results_keep_the_names_of_a_dataframe():
     pairwise = scorer.pairwise(frame)
     assert list(pairwise.index) == list(pairwise.columns) == list(frame.columns)
     assert pairwise.loc["dose", "response, squared"] > 0.4
-    p_values, floor = scorer.test(frame, n_permutations=20)
+    result = scorer.test(frame, n_permutations=20)
+    p_values, floor = result.pvalue, result.null_mean
     assert list(p_values.index) == list(floor.index) == list(frame.columns)
     assert p_values["dose"] < 0.05
     assert isinstance(scorer.per_feature(frame.to_numpy()), np.ndarray)
@@ -400,9 +402,9 @@ def test_pandas_output_configuration_names_the_columns():
     assert list(per_feature.index) == ["x0", "x1", "x2"]
 
 
-def test_a_test_result_names_its_parts_in_both_forms():
-    """The same attribute means the same thing in the one-matrix and two-sample forms; the
-    tuples of earlier versions still unpack."""
+def test_a_test_result_names_its_parts_in_both_forms_and_is_no_tuple():
+    """The same attribute means the same thing in the one-matrix and two-sample forms, read
+    by name only."""
     rng = np.random.default_rng(0)
     x = rng.uniform(-1, 1, 300)
     Z = np.c_[x, x**2, rng.normal(size=300)]
@@ -410,13 +412,13 @@ def test_a_test_result_names_its_parts_in_both_forms():
     np.testing.assert_allclose(columns.statistic, DependenceScorer("dcor_sq").per_feature(Z))
     assert columns.pvalue.shape == columns.null_mean.shape == (3,)
     assert columns.n_permutations == 19
-    p_values, floor = columns
-    assert p_values is columns.pvalue and floor is columns.null_mean
+    with pytest.raises(TypeError):
+        p_values, floor = columns
     two = DependenceScorer("pearson", random_state=0).test(x, x**3, n_permutations=19)
     assert two.statistic > 0.9 and two.pvalue == pytest.approx(1 / 20)
     assert 0 < two.null_mean < 0.2  # the permutations' mean canonical correlation
-    statistic, p_value = two
-    assert (statistic, p_value) == (two.statistic, two.pvalue) == (two[0], two[1])
+    with pytest.raises(TypeError):
+        two[1]
 
 
 def test_two_one_dimensional_samples_are_tested_by_sorting_as_by_the_engine(rng):

@@ -26,7 +26,8 @@ def run(args):
     try:
         values = scorer.per_feature(Z)
         if args.test:
-            p_values, floor = scorer.test(Z, n_permutations=args.permutations)
+            result = scorer.test(Z, n_permutations=args.permutations)
+            p_values, floor = result.pvalue, result.null_mean
     except ValueError as error:
         print(f"sklearn_adm score: {error}", file=sys.stderr)
         return 2

@@ -1,7 +1,7 @@
 """DependenceScorer: how dependent the columns of any feature matrix are."""
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
@@ -104,33 +104,14 @@ class DependenceTestResult:
     n_dropped : int
         Rows left out for a missing value in the tested variables
         (:class:`sklearn_adm.causal.ConditionalIndependence` with ``missing="drop"``).
-
-    Unpacking and indexing give ``pvalue, null_mean`` for ``test(Z)`` and ``statistic,
-    pvalue`` for ``test(X, Y)``, the tuples of earlier versions; read the attributes by name
-    instead, whose meaning does not change with the form.
     """
 
     statistic: object
     pvalue: object
     null_mean: object
     n_permutations: int
-    two_sample: bool = field(default=False, repr=False)
     method: str = "permutation"
     n_dropped: int = 0
-
-    def _legacy(self):
-        if self.two_sample:
-            return self.statistic, self.pvalue
-        return self.pvalue, self.null_mean
-
-    def __iter__(self):
-        return iter(self._legacy())
-
-    def __getitem__(self, index):
-        return self._legacy()[index]
-
-    def __len__(self):
-        return 2
 
 
 class DependenceScorer(BaseEstimator):
@@ -409,8 +390,7 @@ class DependenceScorer(BaseEstimator):
             :meth:`per_feature` returns one); with ``Y``, numbers: the dependence between
             ``X`` and ``Y`` (distance correlation; the first canonical correlation for
             ``"pearson"``; for ``"adm"`` the mean over the columns of ``[X, Y]`` of the
-            critic's held-out estimate of their dependence on the other columns). It unpacks
-            as ``p_values, floor`` with ``Y=None`` and as ``statistic, p_value`` with ``Y``.
+            critic's held-out estimate of their dependence on the other columns).
 
         Raises
         ------
@@ -886,9 +866,7 @@ def _stages(orders, first):
 
 
 def _two_sample_result(statistic, p_value, null_mean, drawn, method):
-    return DependenceTestResult(
-        float(statistic), float(p_value), float(null_mean), drawn, True, method
-    )
+    return DependenceTestResult(float(statistic), float(p_value), float(null_mean), drawn, method)
 
 
 def _inverse_permutations(n, n_permutations, rng):

@@ -26,7 +26,6 @@ the same statistic and sorts both columns at every call.
 """
 
 import itertools
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numba
@@ -335,7 +334,7 @@ def _sorted_columns(Z, columns=None):
     return columns, variances
 
 
-def distance_correlation_pairwise(Z, *, squared=False, block_rows="deprecated"):
+def distance_correlation_pairwise(Z, *, squared=False):
     """Distance correlation of every pair of columns.
 
     Parameters
@@ -343,9 +342,6 @@ def distance_correlation_pairwise(Z, *, squared=False, block_rows="deprecated"):
     Z : array-like of shape (n_samples, n_features)
     squared : bool, default=False
         Return squared distance correlations.
-    block_rows : int or None
-        Ignored. Deprecated in 0.2 and removed in 0.3: the pairs no longer form ``n x n``
-        blocks of distances.
 
     Returns
     -------
@@ -370,13 +366,6 @@ def distance_correlation_pairwise(Z, *, squared=False, block_rows="deprecated"):
     array([[1.   , 0.491],
            [0.491, 1.   ]])
     """
-    if not isinstance(block_rows, str) or block_rows != "deprecated":
-        warnings.warn(
-            "block_rows is deprecated in 0.2 and will be removed in 0.3; it has no effect: "
-            "the pairs are computed by sorting, in memory linear in the rows.",
-            FutureWarning,
-            stacklevel=2,
-        )
     Z = check_array(Z, dtype=np.float64)
     columns, variances = _sorted_columns(Z)
     n, d = Z.shape
