@@ -44,6 +44,10 @@ ASYMPTOTIC_ROWS = 10_000
 #: rows rejected 0.105, on 2,048 0.055
 FIT_ROWS = 2048
 FIT_SHARE = 8
+#: from ``WIDE_Z`` columns of Z, one row in ``WIDE_FIT_SHARE``: the fit's error grows with Z's
+#: columns, and with it the level (design/causal-discovery)
+WIDE_Z = 4
+WIDE_FIT_SHARE = 2
 #: landmarks of those regressions
 FIT_LANDMARKS = 100
 #: rows of those on which their bandwidths are compared
@@ -69,12 +73,14 @@ _SMALLEST_P = 1e-8
 
 def residuals_given(A, Z, random_state, basis=None):
     """``A`` less its prediction from ``Z`` by :func:`smooth_regression`, fitted on
-    ``max(FIT_ROWS, n // FIT_SHARE)`` rows drawn at random (``basis``: the
+    ``max(FIT_ROWS, n // FIT_SHARE)`` rows drawn at random (``WIDE_FIT_SHARE`` for a wide
+    Z; ``basis``: the
     :func:`fit_basis` of ``Z`` for these rows, where kept). Under conditional independence
     the residuals of X and of Y stay independent given Z: each is a function of its own
     sample and of Z."""
     basis = fit_basis(Z, random_state) if basis is None else basis
-    predict = basis.regression(A[_fit_rows(len(A), random_state)], select_rows=SELECT_ROWS)
+    fit = _fit_rows(*Z.shape, random_state)
+    predict = basis.regression(A[fit], select_rows=SELECT_ROWS)
     residuals = A - predict(Z)
     # a column that Z predicts to its rounding (a constant one) has no residual: what is
     # left is rounding, which standardising would blow up
@@ -86,11 +92,13 @@ def residuals_given(A, Z, random_state, basis=None):
 def fit_basis(Z, random_state):
     """The :class:`~sklearn_adm.independence._conditional.SmoothBasis` of the rows of ``Z``
     that :func:`residuals_given` fits on."""
-    return SmoothBasis(Z[_fit_rows(len(Z), random_state)], random_state, FIT_LANDMARKS)
+    return SmoothBasis(Z[_fit_rows(*Z.shape, random_state)], random_state, FIT_LANDMARKS)
 
 
-def _fit_rows(n, random_state):
-    return np.random.RandomState(random_state).permutation(n)[: max(FIT_ROWS, n // FIT_SHARE)]
+def _fit_rows(n, columns, random_state):
+    """The rows the regressions on a Z of ``n`` rows and ``columns`` columns fit on."""
+    share = WIDE_FIT_SHARE if columns >= WIDE_Z else FIT_SHARE
+    return np.random.RandomState(random_state).permutation(n)[: max(FIT_ROWS, n // share)]
 
 
 def groups_along(Z):
