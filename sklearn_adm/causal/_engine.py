@@ -2,6 +2,7 @@
 table, many at the cost of few."""
 
 import hashlib
+import weakref
 from collections import OrderedDict
 from dataclasses import replace
 from numbers import Integral, Real
@@ -268,20 +269,22 @@ class ConditioningCache(Afresh):
     """What tests given one ``Z`` share, kept in memory up to ``max_bytes``, the least
     recently used first out: each conditioning's groups, and each sample's residuals given
     it. Keys are digests of the arrays' bytes, so that any table, rows left out or not, is
-    keyed by what it holds; a conditioning is also keyed by the draws that made it."""
+    keyed by what it holds; a conditioning is also keyed by the draws that made it, and its
+    samples' entries by its own key (remembered while the conditioning lives)."""
 
     def __init__(self, max_bytes):
         self.max_bytes = max_bytes
         self._entries = OrderedDict()
         self._bytes = 0
+        self._key_of = weakref.WeakKeyDictionary()  # each conditioning's key
 
     def local(self, Z, rng):
         folds, seed = draw_folds(len(Z), rng)  # the test's draws, whatever is kept
         key = ("local", _digest(Z), _digest(folds), seed)
-        return self._kept(key, lambda: LocalConditioning(Z, folds, seed))
+        return self._conditioning(key, lambda: LocalConditioning(Z, folds, seed))
 
     def residuals(self, given, X, Y):
-        key = ("local", _digest(given.Z), _digest(given.folds), given.seed)
+        key = self._key_of[given]
 
         def within(sample, role):
             raw = self._kept((*key, "raw", _digest(sample)), lambda: given.residuals(sample))
@@ -291,11 +294,18 @@ class ConditioningCache(Afresh):
         return within(X, "x"), within(Y, "y")
 
     def grouped(self, Z, seed):
-        return self._kept(("grouped", _digest(Z), seed), lambda: GroupedConditioning(Z, seed))
+        key = ("grouped", _digest(Z), seed)
+        return self._conditioning(key, lambda: GroupedConditioning(Z, seed))
 
     def prepared(self, given, X, Y):
-        key = ("grouped", _digest(given.Z), given.random_state)
+        key = self._key_of[given]
         return tuple(self._kept((*key, _digest(A)), lambda A=A: given.prepared(A)) for A in (X, Y))
+
+    def _conditioning(self, key, make):
+        """The conditioning kept under ``key`` (or ``make()``'s), its key remembered."""
+        given = self._kept(key, make)
+        self._key_of[given] = key
+        return given
 
     def _kept(self, key, make):
         """The value kept under ``key``, or ``make()``'s, kept. A conditioning grows as

@@ -649,7 +649,7 @@ class DependenceScorer(BaseEstimator):
         stages = _stages(orders, n_permutations if early_stop is None else FIRST_STAGE)
         observed, permuted = statistics(next(stages))
         p = p_value(observed, permuted)
-        rest = None if p > (early_stop if early_stop is not None else 1) else next(stages, None)
+        rest = next(stages, None) if early_stop is None or p <= early_stop else None
         if rest is not None:
             permuted = np.vstack([permuted, statistics(rest)[1]])
             p = p_value(observed, permuted)
