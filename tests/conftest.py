@@ -53,9 +53,9 @@ def cut_warmup(patch, steps):
     plays only where its critic sees dependence, which a critic of a few steps does not."""
     from sklearn_adm.decomposition import _ica, _nonlinear, _pica
 
-    for module in (_nonlinear, _pica):
-        patch.setattr(module, "_WARMUP_STEPS", steps)
-    patch.setattr(_ica, "_WARMUP_STEPS", ICA_WARMUP_STEPS)
+    patch.setattr(_pica, "WARMUP_STEPS", steps)
+    patch.setattr(_nonlinear, "_WARMUP_STEPS", steps)
+    patch.setattr(_ica, "WARMUP_STEPS", ICA_WARMUP_STEPS)
 
 
 @pytest.fixture

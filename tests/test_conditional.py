@@ -6,13 +6,13 @@ import pytest
 from sklearn_adm import DependenceScorer
 from sklearn_adm.independence._conditional import (
     _ridge_loo,
-    group_permutations,
     linear_within,
     local_cells,
     random_unions,
     smooth_regression,
 )
 from sklearn_adm.independence._distance import blockwise_distance_correlation
+from sklearn_adm.independence._permutation import group_permutations, held_out_apart
 
 pytestmark = pytest.mark.numerics
 
@@ -134,11 +134,9 @@ def test_blockwise_gaussian_correlation_is_the_mean_of_the_blocks_hsic():
 
 
 def test_held_out_rows_are_shuffled_among_themselves_within_groups():
-    from sklearn_adm.independence._scorer import _held_out_apart
-
     groups = np.repeat(np.arange(5), 8)
     held_out = np.arange(0, 40, 2)
-    orders = _held_out_apart(groups, held_out, 30, np.random.RandomState(0))
+    orders = held_out_apart(groups, held_out, 30, np.random.RandomState(0))
     is_held_out = np.isin(np.arange(40), held_out)
     assert (groups[orders] == groups).all()
     assert (is_held_out[orders] == is_held_out).all()

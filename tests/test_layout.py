@@ -100,3 +100,47 @@ def test_the_public_names_live_in_their_parts():
         "PICA": "sklearn_adm.decomposition._pica",
         "training_threads": "sklearn_adm._runtime.threads",
     }
+
+
+def _imported_modules(path):
+    """The modules of the package that the module at ``path`` imports, at any depth (an
+    imported name that is a module counts as that module)."""
+    found = set()
+    for target, names in _imports(path):
+        for module in [target] if target is not None else []:
+            submodules = [f"{module}.{name}" if module else name for name in names]
+            found.update(sub for sub in submodules if _exists(sub))
+            if module and not any(_exists(sub) for sub in submodules):
+                found.add(module)
+        if target is None:
+            package = _module_name(path).rpartition(".")[0]
+            found.update(
+                f"{package}.{name}" if package else name
+                for name in names
+                if _exists(f"{package}.{name}" if package else name)
+            )
+    return found
+
+
+def test_no_module_imports_itself_through_others():
+    """No circle of imports, lazy ones included, between the modules of one part: each
+    part reads from its leaves up."""
+    graph = {_module_name(path): _imported_modules(path) for path in _modules()}
+    graph = {module: {m for m in imports if m in graph} for module, imports in graph.items()}
+    done, on_path = set(), []
+
+    def visit(module):
+        if module in on_path:
+            circle = on_path[on_path.index(module) :] + [module]
+            pytest.fail("import circle: " + " -> ".join(circle))
+        if module in done:
+            return
+        on_path.append(module)
+        for imported in sorted(graph[module]):
+            if _part(imported) == _part(module):
+                visit(imported)
+        on_path.pop()
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module)

@@ -168,10 +168,10 @@ def test_numba_kernel_leaves_torch_threads_as_they_were():
 def test_permuted_distance_correlation_matches_dcor(parallel, monkeypatch):
     """Each permutation's statistic is dcor's on the permuted rows, on one thread and on
     the parallel kernel."""
-    from sklearn_adm.independence import _distance
+    from sklearn_adm.independence import _kernels
 
     if parallel:
-        monkeypatch.setattr(_distance, "_SERIAL_WORK", 0)
+        monkeypatch.setattr(_kernels, "SERIAL_WORK", 0)
     rng = np.random.default_rng(4)
     X = rng.normal(size=(120, 3))
     Y = np.c_[X[:, 0] ** 2, rng.normal(size=120)] + 0.5 * rng.normal(size=(120, 2))
@@ -188,12 +188,12 @@ def test_permuted_distance_correlation_matches_dcor(parallel, monkeypatch):
 def test_one_vs_rest_of_many_arrays_matches_one_at_a_time(monkeypatch):
     """A permutation test's evaluations share one choice of kernel: the parallel one here,
     where each alone would take the serial one; the values are the same."""
-    from sklearn_adm.independence import _distance
+    from sklearn_adm.independence import _distance, _kernels
 
     rng = np.random.default_rng(5)
     arrays = [rng.normal(size=(80, 3)) for _ in range(4)]
     arrays[0][:, 1] += arrays[0][:, 0] ** 2
-    monkeypatch.setattr(_distance, "_SERIAL_WORK", 2 * 80 * 80 * 3)  # below all four, above one
+    monkeypatch.setattr(_kernels, "SERIAL_WORK", 2 * 80 * 80 * 3)  # below all four, above one
     together = _distance._one_vs_rest_of_each(iter(arrays), len(arrays))
     one_at_a_time = [distance_correlation_one_vs_rest(Z) for Z in arrays]
     np.testing.assert_allclose(together, one_at_a_time, rtol=1e-12)

@@ -14,7 +14,7 @@ from threadpoolctl import threadpool_info
 from sklearn_adm import ICA, PICA, ADMRegularizer, DependenceScorer, NonlinearPICA
 from sklearn_adm._runtime import allocator
 from sklearn_adm.datasets import make_nonlinear_mixture
-from sklearn_adm.independence import _distance
+from sklearn_adm.independence import _kernels
 
 X, _ = make_nonlinear_mixture(400, random_state=0)
 QUICK = {"n_components": 2, "max_iter": 20, "random_state": 0}
@@ -66,7 +66,7 @@ def test_work_leaves_the_process_as_it_found_it(monkeypatch, name):
     monkeypatch.setattr(allocator, "_mallopt", lambda: lambda *args: mallopt_calls.append(args))
     monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
     monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
-    monkeypatch.setattr(_distance, "_SERIAL_WORK", 0)  # numba's parallel kernel, on threads
+    monkeypatch.setattr(_kernels, "SERIAL_WORK", 0)  # numba's parallel kernel, on threads
     caller_torch, caller_numba = torch.get_num_threads(), numba.get_num_threads()
     torch.set_num_threads(2)
     numba.set_num_threads(1)

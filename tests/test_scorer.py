@@ -158,7 +158,7 @@ def test_learned_test_finds_a_noisy_ring_by_the_spreads_over_all_rows():
     """On a ring whose noise is 0.6 times its radius (1,000 rows), the critic and the
     neighbours on the held-out half found 7 of 20 draws; the spreads' correlation over all
     rows finds every one. It is exact: the training rows are permuted among themselves."""
-    from sklearn_adm.independence._scorer import _magnitude_null
+    from sklearn_adm.independence._critic_statistic import _magnitude_null
 
     for seed in (0, 1):
         rng = np.random.default_rng(seed)
@@ -425,12 +425,12 @@ def test_two_one_dimensional_samples_are_tested_by_sorting_as_by_the_engine(rng)
     """Sorting and the engine's n x n matrices read the same statistic for every one of the
     same permutations (dcor's test's, for the same seed), to 1e-10."""
     from sklearn_adm.independence._distance import permuted_distance_correlation
-    from sklearn_adm.independence._scorer import _inverse_permutations
+    from sklearn_adm.independence._permutation import inverse_permutations
     from sklearn_adm.independence._sorting import permuted_by_sorting
 
     x = rng.uniform(-1, 1, size=1500)
     y = np.round(np.cos(4 * x) + rng.normal(size=1500), 1)  # ties in y
-    orders = list(_inverse_permutations(1500, 49, np.random.RandomState(0)))
+    orders = list(inverse_permutations(1500, 49, np.random.RandomState(0)))
     assert [len(block) for block in orders] == [16, 16, 16, 1]
     fast, fast_permuted = permuted_by_sorting(x, y, iter(orders))
     engine, engine_permuted = permuted_distance_correlation(
@@ -447,9 +447,9 @@ def test_multivariate_samples_beyond_the_engine_rows_are_projected(rng, monkeypa
     """Beyond the rows where the two n x n matrices would pass 1 GiB, the multivariate test
     reads random one-dimensional projections by sorting: memory linear in the rows, the
     level kept and a dependence of one column on another's square found."""
-    from sklearn_adm.independence import _scorer
+    from sklearn_adm.independence import _distance_statistic
 
-    monkeypatch.setattr(_scorer, "_ENGINE_ROWS", 300)  # the same path, on small data
+    monkeypatch.setattr(_distance_statistic, "ENGINE_ROWS", 300)  # the same path, on small data
     X, Y = rng.normal(size=(800, 3)), rng.normal(size=(800, 2))
     scorer = DependenceScorer("dcor", max_samples=None, random_state=0)
     null = scorer.test(X, Y, n_permutations=99)

@@ -32,7 +32,7 @@ def quick_fits():
 
     with pytest.MonkeyPatch.context() as patch:
         cut_warmup(patch, 5)
-        patch.setattr(_ica, "_WARMUP_STEPS", 50)
+        patch.setattr(_ica, "WARMUP_STEPS", 50)
         yield
 
 

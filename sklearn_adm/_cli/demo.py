@@ -3,7 +3,7 @@
 import time
 
 # Imported before the timed fits, as the peers' modules are below: PICA's first fit in a
-# process would otherwise count torch's import (1-1.5 s more on a 2-core CPU) as fit time. And
+# process would otherwise count torch's import as fit time. And
 # before numba (in independence._distance), which must not load its OpenMP runtime first
 # (doc/design/threads.md).
 import torch  # noqa: F401

@@ -185,9 +185,9 @@ class Moments:
         return moments
 
     def merge(self, other):
-        """The moments of both sets of rows (:func:`~sklearn_adm._data.scaling.merge_moments`), in
-        the
-        larger unit; ``other`` may be None."""
+        """The moments of both sets of rows
+        (:func:`~sklearn_adm._data.scaling.merge_moments`), in the larger unit; ``other`` may
+        be None."""
         if other is None or other.n == 0:
             return self
         unit = max(self.unit, other.unit)

@@ -18,6 +18,15 @@ def magnitude(X):
     return peak if peak > 0 else 1.0
 
 
+def rescaled(Z):
+    """``Z`` with centred columns, divided by one number, the largest magnitude: every
+    dependence metric is invariant to that, and any finite input then stays far from
+    overflow (squared distances of 1e150-sized entries would be infinite)."""
+    Z = Z / magnitude(Z)
+    Z = Z - Z.mean(axis=0)
+    return Z / magnitude(Z)
+
+
 def fit_scaling(X, per_feature, rows=None):
     """Return ``(mean, scale)`` that map ``X`` to ``(X - mean) / scale``, fitted on the rows
     ``rows`` of ``X`` (all where None).

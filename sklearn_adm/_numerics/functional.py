@@ -1,8 +1,8 @@
 """Elementwise functions the estimators share, by one formula on every CPU.
 
 On the CPU, ``tanh`` is computed as ``2 sigmoid(2x) - 1`` and ``log(1 + exp(-2a))`` by
-softplus: the forms that were fastest on the AMD CPUs measured (torch's ``tanh`` took four
-times as long there), and the same formula on every processor, so that a seeded fit does not
+softplus: the forms that were fastest on the CPUs measured (design/process), and the same
+formula on every processor, so that a seeded fit does not
 take another path on another CPU maker's machine (``doc/design/process.md``). A GPU runs
 torch's own kernels.
 """

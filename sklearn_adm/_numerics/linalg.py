@@ -22,7 +22,7 @@ def solve_ex(A, B):
     CPU."""
     if A.device.type != "cpu" or (A.ndim == 2 and B.ndim == 2):
         return torch.linalg.solve_ex(A, B)
-    # numpy's, not torch's: torch.broadcast_shapes imports sympy on its first call (0.3 s)
+    # numpy's, not torch's: torch.broadcast_shapes imports sympy on its first call
     batch = np.broadcast_shapes(A.shape[:-2], B.shape[:-2])
     A = A.expand(*batch, *A.shape[-2:]).reshape(-1, *A.shape[-2:])
     B = B.expand(*batch, *B.shape[-2:]).reshape(-1, *B.shape[-2:])

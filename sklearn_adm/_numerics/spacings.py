@@ -150,10 +150,8 @@ def entropy_rotation(Y, rotation, *, sweeps):
     torch generator for the noise.
 
     The smoothing noise moves the best angles a little; :class:`ICA` takes likelihood steps
-    after this search, with which one search measured as good as averaging several on
-    different noise (Bach & Jordan's densities, mean Amari error: 2.75 from one search
-    against 2.73 from four with two sources, 1.91 from one against 1.91 from two with
-    four), at a fraction of the cost.
+    after this search, with which one search is as good as averaging several on different
+    noise, at a fraction of the cost (design/ica).
     """
     if Y.shape[1] < 2:  # one column: nothing to turn
         return rotation

@@ -2,9 +2,8 @@
 
 Torch, numba and the BLAS split each operation among their threads and wait for the last one.
 When another process keeps a core busy, a thread on that core runs only in the time slices
-the scheduler leaves it, and every operation of the fit waits for it: on 2 cores with one
-busy process, PICA on the paper's example took 4 times as long on torch's default 2 threads
-as on 1 (see the user guide). So a fit, and a learned dependence score, computes on
+the scheduler leaves it, and every operation of the fit waits for it (design/threads has
+the cost). So a fit, and a learned dependence score, computes on
 
     min(the caller's threads, the cores free, one per ``_ELEMENTS_PER_THREAD`` of work)
 
@@ -14,8 +13,8 @@ it); the cores free are the usable cores less those that other processes kept bu
 from the CPU time the system and this process spent over the last interval of at least
 ``_MIN_INTERVAL_S``. A fit measures as it goes (:func:`follow_load`, after every step of
 its iterative solvers) and starts from the last interval only while that is current: a load that
-began since then would go unseen, and two threads beside a busy process can make a fit ten
-times slower before its first reading. Otherwise it starts on one thread, safe under any
+began since then would go unseen, and two threads beside a busy process slow a fit most
+before its first reading. Otherwise it starts on one thread, safe under any
 load, and takes the free cores at its first reading. Fits running side by side in one
 process share the free cores. When the fit ends, the caller's settings are back.
 :func:`training_threads` fixes the number.
@@ -165,8 +164,7 @@ def one_thread(user_api=None):
     compute on one thread, and which gives the caller's back: for small products, whose
     threads would wait for each other, and beside a busy process for its core.
     threadpoolctl's ``threadpool_limits(1)``, from a controller that lists the loaded
-    libraries once, not at every call (the list reads ``/proc/self/maps``: 4 ms, as long as
-    a conditional test's group sums at 20,000 rows)."""
+    libraries once, not at every call (the list reads ``/proc/self/maps``)."""
     return _controller().limit(limits=1, user_api=user_api)
 
 

@@ -12,8 +12,9 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions, validate_parameter_constraints
 
 from ..independence._conditional import LocalConditioning, draw_folds
+from ..independence._conditional_test import Afresh
 from ..independence._grouped_covariance import GroupedConditioning
-from ..independence._scorer import Afresh, DependenceScorer
+from ..independence._scorer import DependenceScorer
 from ._table import Table
 
 #: rows from which a distance test given Z is asymptotic in a search (a lone

@@ -119,8 +119,8 @@ class BaseADMTransformer(
 
     A subclass builds its autoencoder (``_make_autoencoder``), chooses the game's numbers and
     policies (``_game_settings``, ``_game_policies``, side by side) and stores its fitted state
-    (``_store_fitted``); everything else,
-    from input validation to the training game, lives here once.
+    (``_store_fitted``); everything else, from input validation to the training game, lives
+    here once.
     """
 
     _parameter_constraints: dict = {
@@ -479,9 +479,8 @@ class BaseADMTransformer(
         return len(train_rows), load
 
     def _streamed_split(self, source, rng, seed):
-        """:meth:`_split` for a :class:`~sklearn_adm._data.chunked.ChunkedArray`: held-out rows
-        drawn at
-        random (at most ``MAX_HELD_OUT_ROWS``), read once; the scaling from the
+        """:meth:`_split` for a :class:`~sklearn_adm._data.chunked.ChunkedArray`: held-out
+        rows drawn at random (at most ``MAX_HELD_OUT_ROWS``), read once; the scaling from the
         moments of all rows (one pass); the training rows streamed from the array. Repeated
         rows are not looked for: that would take a pass over the data of its own."""
         import torch

@@ -15,7 +15,13 @@ from sklearn.utils._param_validation import Interval
 from .._data.chunked import ChunkedArray, Moments, code_moments
 from .._runtime.warnings import raised_at_caller, warn
 from ._base import _n_components_constraint, _widths_constraint, pca_count
-from ._linear import LinearADMTransformer, flip_signs
+from ._linear import (
+    DECAY_UPDATES,
+    RANK_WINDOW,
+    WARMUP_STEPS,
+    LinearADMTransformer,
+    flip_signs,
+)
 
 #: FastICA's parameters of ICA, validated as FastICA validates them
 _FASTICA_PARAMETERS = ("algorithm", "whiten", "fun", "fun_args", "w_init", "whiten_solver")
@@ -25,12 +31,6 @@ _EXTRA_STARTS = 3
 _START_ROWS = 100_000
 #: weight of a rotation's squared distance from its start, against the critic's (1 - MSE)
 _ANCHOR_WEIGHT = 2.0
-#: critic updates on the start before the first encoder update
-_WARMUP_STEPS = 100
-#: updates after which the rotation's step has halved
-_DECAY_UPDATES = 25
-#: evaluations whose mean held-out criterion ranks the starts (one evaluation is noisy)
-_RANK_WINDOW = 3
 
 
 def whitened_rank(X):
@@ -422,8 +422,8 @@ class ICA(LinearADMTransformer):
             dependence_weight=1.0,
             reconstruction_weight=_ANCHOR_WEIGHT,
             variance_weight=0.0,
-            warmup_steps=_WARMUP_STEPS,
-            learning_rate_decay=_DECAY_UPDATES,
+            warmup_steps=WARMUP_STEPS,
+            learning_rate_decay=DECAY_UPDATES,
         )
 
     def _game_policies(self):
@@ -437,7 +437,7 @@ class ICA(LinearADMTransformer):
 
         return GamePolicies(
             stopping=(ObjectivePlateau(self.tol, self.n_iter_no_change), IndependenceReached()),
-            selection=StartSelection(window=_RANK_WINDOW),
+            selection=StartSelection(window=RANK_WINDOW),
             confirmation=FreshCriticConfirmation(),
         )
 

@@ -78,8 +78,8 @@ class _RotationEncoders(Autoencoders):
     def _differentiable_rotations(self):
         """:meth:`rotations` where the game differentiates them, between two updates: ``S``
         is 0 there (``after_update`` folds each step into ``base``), and at 0 ``expm(G)``
-        and ``I + G`` have the same value and the same derivative. The exponential's backward
-        pass cost a third of ICA's fit at 384 components (30 of 96 s of its game)."""
+        and ``I + G`` have the same value and the same derivative, without the exponential's
+        costly backward pass (design/ica)."""
         return self.base + self.base @ (self.skew - self.skew.transpose(-1, -2))
 
     def encode(self, x):

@@ -4,6 +4,14 @@ import numpy as np
 
 from ._base import BaseADMTransformer
 
+#: the linear games' (PICA's and ICA's) critic updates on the starts before the first encoder
+#: update
+WARMUP_STEPS = 100
+#: the linear games' encoder updates after which the step has halved
+DECAY_UPDATES = 25
+#: evaluations whose mean held-out criterion ranks the starts (one evaluation is noisy)
+RANK_WINDOW = 3
+
 
 def flip_signs(components, mixing):
     """``components`` ``(d, n_features)`` and ``mixing`` ``(n_features, d)`` with each

@@ -78,8 +78,7 @@ class _BatchedMLP(nn.Module):
 
         The derivatives are carried forward through the hidden layers (the chain rule in
         forward mode, all inputs at once) to ``A`` ``(in, hidden)``; the last layer is linear,
-        ``J = A W``, so ``J J^T = A (W W^T) A^T`` and ``J`` itself is never formed (at 64
-        components and 768 outputs, on 1,024 rows of four starts: 0.09 s against 0.64 s)."""
+        ``J = A W``, so ``J J^T = A (W W^T) A^T`` and ``J`` itself is never formed."""
         n_init, n, n_inputs = h.shape
         *hidden, last = self.weights
         rows = None
@@ -113,7 +112,7 @@ def _whitening(outputs):
     """The mean ``(n_init, 1, k)`` and whitening ``A`` ``(n_init, k, k)`` of ``outputs``
     ``(n_init, n, k)``: ``(outputs - mean) A`` is centred and decorrelated to unit variance.
     ``A = L^{-T}`` for the Cholesky factor ``L`` of the covariance, in float64 (the outputs
-    drift towards collinearity, conditions of 1e4-1e5 were measured) but on MPS, which has
+    drift towards collinearity) but on MPS, which has
     none. A factor that fails (outputs not finite) gives codes that are not: the game reports
     the divergence."""
     wide = torch.float32 if outputs.device.type == "mps" else torch.float64
@@ -181,9 +180,8 @@ class _MLPAutoencoders(Autoencoders):
         It is zero where the decoder's Jacobian has orthogonal columns and grows as they align
         (the IMA contrast of Gresele et al., 2021); infinite for a start whose decoder ignores
         a direction. Independent components that mix the factors (the Darmois-type solutions
-        of paper App. B.2) cut the data along a seam and stretch it, which shears the decoder:
-        on :func:`~sklearn_adm.datasets.make_nonlinear_mixture` such starts measured 0.08 to
-        0.15 against about 0.05 for starts whose components each follow one factor.
+        of paper App. B.2) cut the data along a seam and stretch it, which shears the decoder
+        and raises the contrast (design/nonlinear-pica-game).
         """
         n, k = len(z), self.n_components
         gram = self.decoder.jacobian_gram(z.view(n, self.n_init, k).transpose(0, 1))
@@ -207,8 +205,7 @@ class _MLPAutoencoders(Autoencoders):
 class _SquaredError(torch.autograd.Function):
     """Each start's mean squared error, ``(n_init, n, p), (n, p) -> (n_init,)``, from the
     residual formed once and kept for the backward pass: three passes over the
-    reconstruction's size where autograd's difference, square and mean made about eight
-    (four starts of 512 rows of 384 features: 1.0 against 3.3 ms forward and backward)."""
+    reconstruction's size where autograd's difference, square and mean make about eight."""
 
     @staticmethod
     def forward(ctx, reconstruction, x):

@@ -8,21 +8,23 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._data.chunked import code_moments
 from ._base import _n_components_constraint
-from ._linear import LinearADMTransformer, flip_signs
+from ._linear import (
+    DECAY_UPDATES,
+    RANK_WINDOW,
+    WARMUP_STEPS,
+    LinearADMTransformer,
+    flip_signs,
+)
 
 #: the encoder's first step in radians with learning_rate='auto' (weight <= 1, <= 32 components)
 _AUTO_LEARNING_RATE = 0.0085
 _AUTO_COMPONENTS = 32
-#: updates after which the step has halved, on up to _DECAY_ROWS rows (then up to 4x more)
-_DECAY_UPDATES = 25
+#: rows up to which the step halves after DECAY_UPDATES updates; on more, it halves after
+#: as many passes over the rows, up to _MAX_DECAY_GROWTH times as many updates
 _DECAY_ROWS = 2500
 _MAX_DECAY_GROWTH = 4.0
-#: critic updates on the starts before the first encoder update
-_WARMUP_STEPS = 100
 #: rows x components of the critic's minibatches (a step costs their product)
 _CRITIC_BATCH_WORK = 4096
-#: evaluations whose mean held-out criterion ranks the starts (one evaluation is noisy)
-_RANK_WINDOW = 3
 #: after update 10 the two leading starts play on, after update 30 the leader alone
 _NARROWING = ((10, 2), (30, 1))
 
@@ -248,7 +250,7 @@ class PICA(LinearADMTransformer):
                 self._batch_rows(n_train), n_components, _CRITIC_BATCH_WORK
             ),
             learning_rate=self._encoder_learning_rate(n_components),
-            warmup_steps=_WARMUP_STEPS,
+            warmup_steps=WARMUP_STEPS,
             learning_rate_decay=self._decay_horizon(n_train),
         )
 
@@ -259,29 +261,26 @@ class PICA(LinearADMTransformer):
 
         return GamePolicies(
             stopping=(RepresentationChange(self.tol, self.n_iter_no_change, EVAL_EVERY),),
-            selection=StartSelection(window=_RANK_WINDOW, narrowing=_NARROWING),
+            selection=StartSelection(window=RANK_WINDOW, narrowing=_NARROWING),
         )
 
     def _encoder_learning_rate(self, n_components):
         """With "auto", the step grows as the square root of a weight above 1 and of a
-        number of components above ``_AUTO_COMPONENTS``. FastICA removes a larger share of
-        PCA's dependence as components are added (about 41 % at 32 and 50 % at 64 on package
-        summaries) while a game with the same step removes about the same share, so the
-        default read 0.8 x FastICA's dependence at 64 components where it reads 0.7 x at 32."""
+        number of components above ``_AUTO_COMPONENTS``: FastICA removes a larger share of
+        PCA's dependence as components are added, a game with the same step about the same
+        share (design/defaults)."""
         if self.learning_rate != "auto":
             return self.learning_rate
         growth = max(1.0, self.dependence_weight) * max(1.0, n_components / _AUTO_COMPONENTS)
         return _AUTO_LEARNING_RATE * growth**0.5
 
     def _decay_horizon(self, n_train):
-        """More rows let the judges, and the critic, see finer dependence: a game of as many
-        updates on 10,000 rows as on 2,500 stopped at 0.82 x FastICA's dependence on package
-        summaries where 3,000 of the same rows read 0.58-0.61 x. So the step decays over as
-        many passes over the rows (at a given batch size), not as many updates, up to 4 times
-        as many updates (100 at 100,000 rows took as long as 25: the stopping rule, not the
-        horizon, ends the game there)."""
+        """More rows let the judges, and the critic, see finer dependence, so the step
+        decays over as many passes over the rows (at a given batch size), not as many
+        updates, up to ``_MAX_DECAY_GROWTH`` times as many updates; beyond, the stopping rule,
+        not the horizon, ends the game (design/defaults)."""
         growth = min(max(1.0, n_train / _DECAY_ROWS), _MAX_DECAY_GROWTH)
-        return _DECAY_UPDATES * growth
+        return DECAY_UPDATES * growth
 
     def _make_autoencoder(self, n_features, n_components, rows):
         from ._pica_encoders import _SubspaceAutoencoders  # torch: only where a fit runs

@@ -70,10 +70,9 @@ class _SubspaceAutoencoders(Autoencoders):
     reconstruction, so that a high-variance direction is not given up to buy independence that a
     low-variance one could buy cheaper), and a polar retraction keeps it orthonormal. ``R``
     climbs FastICA's contrast, one ascent step after every update, and ``finish`` solves it
-    again on the final subspace (FastICA with restarts). Letting the critic
-    turn ``R`` as well was measured to make sentence-embedding components *more* dependent, for
-    gradient-boosted trees and for a freshly trained critic alike: in tens of dimensions the
-    lagging critic is fooled by rotations; what it does well is choose which directions to keep.
+    again on the final subspace (FastICA with restarts). The critic does not turn ``R``: in
+    tens of dimensions the lagging critic is fooled by rotations; what it does well is choose
+    which directions to keep (design/pica-defaults).
     """
 
     def __init__(self, rows, n_components, n_init, *, rotate):
@@ -192,9 +191,8 @@ class _SubspaceAutoencoders(Autoencoders):
         keeps the rotation of highest contrast.
 
         The game turns each rotation by one ascent step per update, so it stays in the basin
-        of its start while the subspace moves, and the contrast has many local maxima: on
-        scikit-learn's digits the rotation a game ended with was measured at 0.486, its
-        restarts at 0.506-0.523."""
+        of its start while the subspace moves, and the contrast has many local maxima, which
+        the restarts escape (design/pica-defaults)."""
         if not self.rotate:
             return
         with torch.no_grad():

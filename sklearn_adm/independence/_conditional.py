@@ -18,7 +18,7 @@ tighter).
 Dependence whose form changes with Z can average out over all rows: with ``Y = Z +
 0.6 cos(2X) + noise`` and ``X = Z + e``, Y's residual is ``cos(2Z + 2e)`` less its mean,
 whose relation to ``e`` turns with Z. The distance test therefore also computes its
-statistic within blocks of about ``BLOCK_ROWS`` rows of nearly equal Z, where the relation
+statistic within blocks of about ``LOCAL_BLOCK_ROWS`` rows of nearly equal Z, where the relation
 holds still (:func:`local_statistics`), and the learned test's critic reads Z beside X's
 residuals. The permutation groups lie within the blocks, so every statistic is permuted
 alike.
@@ -34,10 +34,9 @@ from ._distance import blockwise_distance_correlation
 
 #: rows per group of nearly equal Z: the permutations shuffle within them
 GROUP_ROWS = 8
-#: rows per block of nearly equal Z, within which the local statistics are computed: 32
-#: rows found 0.80 of draws of a variance of Y that depends on X only where Z > 0 at 600
-#: rows, 64 found 1.00; 128 found 0.70 of the cosine relation above, 64 1.00
-BLOCK_ROWS = 64
+#: rows per block of nearly equal Z, within which the local statistics are computed
+#: (design/defaults)
+LOCAL_BLOCK_ROWS = 64
 #: least predicted square of a residual, as a share of the mean square: a prediction near 0
 #: (a poor fit where few rows are) would blow that residual up
 SCALE_FLOOR = 0.05
@@ -46,14 +45,12 @@ BANDWIDTHS = (0.1, 0.2, 0.35, 0.6, 1.0, 2.0)
 #: rows whose kernel columns are the regressions' features (Nystroem's components)
 LANDMARKS = 200
 #: rows predicted at a time: their distances and kernel columns (for 100 landmarks, 400 KiB)
-#: stay in a core's cache from one pass to the next (at 20,000 rows 6.7 ms a prediction,
-#: against 10.6 ms by 4,096 rows)
+#: stay in a core's cache from one pass to the next
 _PREDICT_ROWS = 512
 #: ridge penalties tried, per row
 PENALTIES = np.logspace(-6, -1, 11)
 #: rows beyond which the cells of a multi-column Z are cut at medians (a k-d tree's leaves, in
-#: O(n log n)) instead of by k-means, whose cost grows as the rows times the cells: at 40,000
-#: rows and three columns k-means took 7.4 s of an 18 s test
+#: O(n log n)) instead of by k-means, whose cost grows as the rows times the cells
 KMEANS_ROWS = 16_384
 
 
@@ -299,7 +296,7 @@ class _RidgeDesign:
 def local_cells(Z, folds, random_state):
     """Groups and blocks of rows of one fold whose ``Z`` is nearly equal: a group label
     per row, about ``GROUP_ROWS`` rows to a group, within which the permutations shuffle;
-    and a block label per row, about ``BLOCK_ROWS`` rows to a block (at most twice that),
+    and a block label per row, about ``LOCAL_BLOCK_ROWS`` rows to a block (at most twice that),
     over which the local statistics are computed. Each group lies within one block.
 
     Where Z takes few values, the rows of one value form one group (exact), and its
@@ -310,7 +307,8 @@ def local_cells(Z, folds, random_state):
     for fold in np.unique(folds):
         rows = np.flatnonzero(folds == fold)
         groups[rows] = _cells_of(Z[rows], GROUP_ROWS, random_state)
-        blocks[rows] = _at_most(_cells_of(Z[rows], BLOCK_ROWS, random_state), 2 * BLOCK_ROWS, rng)
+        cells = _cells_of(Z[rows], LOCAL_BLOCK_ROWS, random_state)
+        blocks[rows] = _at_most(cells, 2 * LOCAL_BLOCK_ROWS, rng)
     # labels so far are per fold; a group that a block's edge cuts becomes two groups
     groups = np.unique(np.c_[folds, blocks, groups], axis=0, return_inverse=True)[1]
     blocks = np.unique(np.c_[folds, blocks], axis=0, return_inverse=True)[1]
@@ -369,10 +367,10 @@ def local_statistics(X, Y, blocks, orders):
     each of ``orders`` ``(n_permutations, 3)``, each averaged over the blocks of nearly
     equal Z: the squared distance correlation of X and Y within each block; the same
     correlation of Gaussian kernels, which sees a relation that oscillates within a block
-    (the cosine above: 0.85 of 20 draws at 600 rows without it, 1.00 with it); and the squared
+    (the cosine above; design/conditional-test); and the squared
     distance correlation of their magnitudes (each column standardised, then its absolute
     value), which sees a variance of Y that X drives in some blocks only. Cost
-    ``O(n BLOCK_ROWS)`` per permutation."""
+    ``O(n LOCAL_BLOCK_ROWS)`` per permutation."""
     magnitudes = [np.abs(scale(A)) for A in (X, Y)]  # a constant column: zeros
     statistics = [
         blockwise_distance_correlation(X, Y, blocks, orders),
@@ -415,18 +413,3 @@ def linear_within(A, Z, groups):
         coefficients = np.linalg.lstsq(design, A[rows], rcond=None)[0]
         result[rows] = A[rows] - design @ coefficients
     return result
-
-
-def group_permutations(n, groups, copies, rng):
-    """``(copies, n)`` orders of ``n`` rows, each shuffling rows only within their group
-    (``groups`` None: among all rows): row ``orders[c, i]`` takes the place of row ``i``."""
-    keys = rng.random_sample((copies, n))
-    if groups is None:
-        return np.argsort(keys, axis=1)
-    # sort by group, then at random within it: the k-th place of a group gets a random row
-    # of the same group
-    by_group = np.argsort(groups, kind="stable")
-    within = np.argsort(groups[by_group] + keys, axis=1)  # labels are integers: keys < 1
-    orders = np.empty_like(within)
-    np.put_along_axis(orders, np.broadcast_to(by_group, within.shape), by_group[within], axis=1)
-    return orders

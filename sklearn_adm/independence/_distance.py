@@ -31,42 +31,14 @@ import torch
 from sklearn.utils import check_random_state, check_scalar
 from sklearn.utils.validation import check_array
 
-from .._runtime.threads import FitThreads
+from ._kernels import numba_kernel, squared_correlation
+from ._sorting import one_vs_rest_by_projections
 
 __all__ = [
     "blockwise_distance_correlation",
     "distance_correlation_one_vs_rest",
     "permuted_distance_correlation",
 ]
-
-
-#: pairs of rows times features, over all the calls that share a kernel, below which the
-#: serial kernel runs: it compiles in 0.3 s where the parallel one takes 2 s (a first call in
-#: a fresh environment), and runs such work in a fraction of a second
-_SERIAL_WORK = 2**27
-
-
-@contextlib.contextmanager
-def _numba_kernel(work, serial, parallel, calls=1):
-    """The kernel to call ``calls`` times on ``work`` elements each, on the threads a fit
-    would use (:class:`~sklearn_adm._runtime.threads.FitThreads`), leaving torch's and numba's
-    counts as they were: numba's OpenMP pool shares torch's OpenMP runtime, and starting it
-    sets the count to every core (in a Dask worker of one thread, that made the next fits run
-    two threads per core, 4x slower). Small work in all, or one thread, gets the ``serial``
-    kernel."""
-    if work * calls < _SERIAL_WORK:  # nothing to share out: no threads to choose (1-3 ms)
-        yield serial
-        return
-    with FitThreads(work=work, follows=False) as threads:
-        if threads.n_threads == 1:
-            yield serial
-            return
-        caller = numba.get_num_threads()
-        numba.set_num_threads(min(threads.n_threads, numba.config.NUMBA_NUM_THREADS))
-        try:
-            yield parallel
-        finally:
-            numba.set_num_threads(caller)
 
 
 @numba.njit(inline="always")
@@ -135,15 +107,6 @@ def _centred_sum(cross, row_x, row_y, n):
     )
 
 
-def _ratio(covariance, variance_x, variance_y):
-    """dCor^2 = dCov^2 / sqrt(dVar_x^2 dVar_y^2), 0 where a variance is 0 (a constant)."""
-    denominator = np.sqrt(np.maximum(variance_x, 0.0) * np.maximum(variance_y, 0.0))
-    positive = denominator > 0
-    return np.where(
-        positive, np.maximum(covariance, 0.0) / np.where(positive, denominator, 1.0), 0.0
-    )
-
-
 def distance_correlation_one_vs_rest(
     Z, *, squared=False, device="cpu", n_projections=None, random_state=None
 ):
@@ -162,10 +125,8 @@ def distance_correlation_one_vs_rest(
         None computes the exact statistic. An int estimates it on that many random
         one-dimensional projections of the other columns (and as many more for their
         distance variance; Huang & Huo 2017), by sorting: time ``O(n_projections d n log n)``
-        on the CPU, for many rows. With 64, on 20,000 rows of 32 mixed columns, the squared
-        statistic was within 8 % of the exact one in the median and within 0.023 at most
-        (``benchmarks/bench_large_n.py``); 32 columns of 100,000 rows took 48 s on 2 cores,
-        where the exact statistic takes about 220 s.
+        on the CPU, for many rows; its error and time against the exact statistic are on
+        the benchmarks page (``benchmarks/bench_large_n.py``).
     random_state : int, RandomState instance or None, default=None
         Draws the projections.
 
@@ -185,8 +146,6 @@ def distance_correlation_one_vs_rest(
     array([0.491, 0.491, 0.   ])
     """
     if n_projections is not None:
-        from ._sorting import one_vs_rest_by_projections  # it builds on this module
-
         Z = check_array(Z, dtype=np.float64, ensure_min_features=2)
         check_scalar(n_projections, "n_projections", Integral, min_val=1)
         squared_dcor = one_vs_rest_by_projections(
@@ -212,10 +171,10 @@ def _one_vs_rest_of_each(arrays, count, *, squared=False, device="cpu"):
             else:
                 if kernel is None:
                     serial, parallel = _one_vs_rest_sums_serial, _one_vs_rest_sums
-                    kernel = stack.enter_context(_numba_kernel(Z.size * n, serial, parallel, count))
+                    kernel = stack.enter_context(numba_kernel(Z.size * n, serial, parallel, count))
                 sums = kernel(Z)
             row_a, row_b, sum_ab, sum_aa, sum_bb = sums
-            squared_dcor = _ratio(
+            squared_dcor = squared_correlation(
                 _centred_sum(sum_ab.sum(axis=0), row_a, row_b, n),
                 _centred_sum(sum_aa.sum(axis=0), row_a, row_a, n),
                 _centred_sum(sum_bb.sum(axis=0), row_b, row_b, n),
@@ -245,9 +204,8 @@ def permuted_distance_correlation(X, Y, orders):
     -----
     Each sample's distances are double-centred once (two ``n x n`` matrices, in float64);
     a permutation then costs one pass over them (:func:`_permuted_cross_sums`), reading the
-    permuted matrix's rows in place, where ``dcor``'s test copies a permuted matrix each time
-    (200 permutations of 4 and 4 columns: 2,441 rows 1.1 s against 10.2 s, 5,000 rows 6.3 s
-    against 54 s).
+    permuted matrix's rows in place, where ``dcor``'s test copies a permuted matrix each
+    time.
     """
     n = len(X)
     needed, available = 16 * n * n, psutil.virtual_memory().available
@@ -264,7 +222,7 @@ def permuted_distance_correlation(X, Y, orders):
         return 0.0, np.zeros(len(orders))
     orders = np.ascontiguousarray(orders, dtype=np.intp)
     serial, parallel = _permuted_cross_sums_serial, _permuted_cross_sums
-    with _numba_kernel(len(orders) * n * n, serial, parallel) as kernel:
+    with numba_kernel(len(orders) * n * n, serial, parallel) as kernel:
         cross = kernel(x, y, orders)
     observed = np.vdot(x, y) / n**2
     return float(max(observed, 0.0) / variance), np.maximum(cross / n**2, 0.0) / variance
@@ -368,7 +326,7 @@ def blockwise_distance_correlation(X, Y, blocks, orders, kernel="distance"):
     work = len(orders) * sum(len(rows) ** 2 for rows in block_rows)
     serial, parallel = _permuted_cross_sums_serial, _permuted_cross_sums
     centred = {"distance": _double_centred_distances, "gaussian": _double_centred_gaussian}[kernel]
-    with _numba_kernel(work, serial, parallel) as cross_sums:
+    with numba_kernel(work, serial, parallel) as cross_sums:
         for rows in block_rows:
             x, y = centred(X[rows]), centred(Y[rows])
             variance = np.sqrt(max(np.vdot(x, x), 0.0) * max(np.vdot(y, y), 0.0))

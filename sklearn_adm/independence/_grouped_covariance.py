@@ -32,16 +32,13 @@ import numpy as np
 from scipy import integrate, stats
 
 from .._runtime.threads import one_thread
-from ._conditional import SmoothBasis
+from ._conditional import GROUP_ROWS, SmoothBasis
 
-#: rows from which the conditional distance test is asymptotic (design/conditional-test:
-#: its level over 200 null draws at 10,000, 20,000 and 100,000 rows)
+#: rows from which the conditional distance test is asymptotic (design/defaults)
 ASYMPTOTIC_ROWS = 10_000
 #: the regressions on Z are fitted on one row in ``FIT_SHARE``, at least ``FIT_ROWS`` (the
 #: residuals are of every row). The estimation error of a fit on few rows wiggles within the
-#: groups, where the groups' means cannot remove it: of 200 draws of ``null-3z`` at 100,000
-#: rows, fits on 4,111 rows rejected 0.080, on 12,649 0.050; at 20,000 rows fits on 1,024
-#: rows rejected 0.105, on 2,048 0.055
+#: groups, where the groups' means cannot remove it (design/defaults)
 FIT_ROWS = 2048
 FIT_SHARE = 8
 #: from ``WIDE_Z`` columns of Z, one row in ``WIDE_FIT_SHARE``: the fit's error grows with Z's
@@ -52,12 +49,8 @@ WIDE_FIT_SHARE = 2
 FIT_LANDMARKS = 100
 #: rows of those on which their bandwidths are compared
 SELECT_ROWS = 512
-#: rows per group of nearly equal Z (the last group of a run takes the rows left over)
-GROUP_ROWS = 8
 #: random frequencies of each feature set (each gives a cosine and a sine): 18 features of
-#: each sample, 324 products (design/asymptotic-conditional-test: three of each of the first
-#: three sets had the same cost, and found 0.955 of a sign change that turns with Z where
-#: these find 0.980)
+#: each sample, 324 products (design/asymptotic-conditional-test)
 FREQUENCIES = {"residuals": 3, "beside Z": 2, "rebuilt": 2, "times Z": 2}
 #: the part of Imhof's integral left out beyond its upper limit, at most
 _IMHOF_ERROR = 1e-10
@@ -298,8 +291,7 @@ class GroupedConditioning:
     same ``Z``: the order along Z and its groups (step 2); and each column's residuals and
     its sample rebuilt from them (step 1), the same whatever columns they are computed with
     (the regressions choose their bandwidth and penalty per column). On one thread: the
-    products are small (two threads gain nothing on an idle machine, and beside a busy
-    process the group sums took 5x longer on two)."""
+    products are small, and more threads only wait for each other (design/threads)."""
 
     def __init__(self, Z, random_state):
         self.random_state = random_state

@@ -34,30 +34,27 @@ from sklearn.utils.validation import check_array
 
 from .._data.scaling import row_blocks
 from .._runtime.threads import FitThreads
-from ._distance import _numba_kernel, _ratio
+from ._kernels import numba_kernel, squared_correlation
 
 __all__ = ["distance_correlation_pairwise", "one_vs_rest_by_projections", "permuted_by_sorting"]
 
 
 #: ranks in a block of the sweep's two-level structure: a tree over the blocks (250 KB at
 #: 1,000,000 rows, read from a core's cache), and within a block a bit mask of the ranks swept
-#: (their count by popcount) and a Fenwick tree of their sum (520 bytes); 2^3 to 2^8 measured
+#: (their count by popcount) and a Fenwick tree of their sum (520 bytes)
 _BLOCK_BITS = 6
 _BLOCK = 1 << _BLOCK_BITS
-#: rows up to which one tree over all ranks (2 MB, a core's cache) is swept: at 100,000 rows
-#: it took 2.3 ms where the two-level tree took 2.7 ms
+#: rows up to which one tree over all ranks (2 MB, a core's cache) is swept
 _ONE_TREE_ROWS = 2**17
 #: the sweep's cost in units of the engines' work per row (for the threads' choice)
 _SWEEP_WORK = 64
 #: values below which the columns are sorted on the calling thread: choosing threads and
-#: starting a pool cost about 1.5 ms, the sort of 65,536 values about 2 ms
+#: starting a pool cost about as much as sorting them
 _SERIAL_SORT = 2**16
 #: rows of the row terms' matrices at a time (:func:`_row_terms`): 16 MB of features
 _FEATURE_BYTES = 2**24
 #: columns from which the pairwise matrix takes the row products of its pairs from one matrix
-#: product, not from the sweep, up to and beyond ``_ONE_TREE_ROWS`` rows: at 100,000 rows, 32
-#: columns 0.98 against 1.00 s, 16 columns 0.33 against 0.31 s; at 1,000,000 rows, 16 columns
-#: 3.6 against 4.2 s, 8 columns 1.09 against 1.14 s; one pair of 20,000 rows, 8.0 against 1.5 ms
+#: product, not from the sweep, up to and beyond ``_ONE_TREE_ROWS`` rows
 _PRODUCT_COLUMNS = (32, 16)
 
 
@@ -273,7 +270,7 @@ def _row_terms(columns, pairs):
 
 #: ``moves`` of :func:`_covariances` that leave every row in place
 _UNMOVED = np.empty((1, 0), dtype=np.intp)
-#: the serial and the parallel kernel, for :func:`_numba_kernel` to choose from
+#: the serial and the parallel kernel, for :func:`numba_kernel` to choose from
 _KERNELS = (_covariances_serial, _covariances)
 
 
@@ -354,8 +351,7 @@ def distance_correlation_pairwise(Z, *, squared=False):
     Each column is sorted once; a pair then costs one sweep of ``O(n log n)`` (module
     docstring of :mod:`sklearn_adm.independence._sorting`), and the pairs run in parallel.
     Memory is linear in the rows: 36 bytes a value of ``Z``, and three arrays of ``n`` rows a
-    thread. On 2 cores, 64 columns of 1,000,000 rows took 53-57 s and 3.2 GB, 106 s beside a
-    busy process (``benchmarks/bench_large_n.py``).
+    thread. Times are on the benchmarks page (``benchmarks/bench_large_n.py``).
 
     Examples
     --------
@@ -373,12 +369,12 @@ def distance_correlation_pairwise(Z, *, squared=False):
     second, first = np.tril_indices(d, k=-1)
     pairs = np.column_stack([first, second])
     by_product = d >= _PRODUCT_COLUMNS[n > _ONE_TREE_ROWS]
-    with _numba_kernel(n * _SWEEP_WORK, *_KERNELS, calls=len(pairs)) as kernel:
+    with numba_kernel(n * _SWEEP_WORK, *_KERNELS, calls=len(pairs)) as kernel:
         covariances = kernel(columns, pairs, _UNMOVED, not by_product, numba.get_num_threads())[0]
         if by_product:
             covariances += _row_terms(columns, pairs)
     result = np.diag((variances > 0).astype(np.float64))
-    result[first, second] = result[second, first] = _ratio(
+    result[first, second] = result[second, first] = squared_correlation(
         covariances, variances[first], variances[second]
     )
     return result if squared else np.sqrt(result)
@@ -404,7 +400,7 @@ def permuted_by_sorting(X, Y, orders):
     n, count = X.shape
     pairs = np.column_stack([np.arange(count), count + np.arange(count)])
     blocks = [orders] if isinstance(orders, np.ndarray) else orders
-    with _numba_kernel(n * count * _SWEEP_WORK, *_KERNELS, calls=2) as kernel:
+    with numba_kernel(n * count * _SWEEP_WORK, *_KERNELS, calls=2) as kernel:
         threads = numba.get_num_threads()
         covariances = np.concatenate(
             [
@@ -445,7 +441,7 @@ def one_vs_rest_by_projections(Z, n_projections, rng):
     )
     pairs = np.vstack([x_pairs, y_pairs])
     columns = _empty_columns(n, len(pairs) + 1)
-    with _numba_kernel(n * _SWEEP_WORK, *_KERNELS, calls=len(pairs) * d) as kernel:
+    with numba_kernel(n * _SWEEP_WORK, *_KERNELS, calls=len(pairs) * d) as kernel:
         for j in range(d):
             rest = np.delete(Z, j, axis=1)
             # independent frames for v and w: within a frame, directions are orthogonal
@@ -455,7 +451,7 @@ def one_vs_rest_by_projections(Z, n_projections, rng):
             covariances = kernel(columns, pairs, _UNMOVED, True, numba.get_num_threads())[0]
             across = covariances[:n_projections].mean()  # ~ dCov^2(x, Y) / C_q
             within = covariances[n_projections:].mean()  # ~ dVar^2(Y) / C_q^2
-            result[j] = _ratio(across, variances[0], within)
+            result[j] = squared_correlation(across, variances[0], within)
     return result
 
 

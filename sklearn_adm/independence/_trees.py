@@ -4,6 +4,26 @@ predicting each column, and its square, from the others on held-out rows."""
 import numpy as np
 
 from .._runtime.threads import one_thread
+from ._statistic import Statistic
+
+
+class TreesStatistic(Statistic):
+    """The trees' judge as the scorer's statistic (``metric="hgb"``): per column, the mean of
+    the held-out R^2 of a column and of its square; pairwise, each column of a pair predicted
+    from the other."""
+
+    untestable = "each permutation would refit boosted trees"
+
+    def per_feature(self, Z, rng, device):
+        return gradient_boosting_dependence(Z, random_state=rng).mean(axis=1)
+
+    def pairwise(self, Z, rng, device):
+        d = Z.shape[1]
+        result = np.eye(d) * (Z.std(axis=0) > 0)
+        for j, k in zip(*np.triu_indices(d, k=1), strict=True):
+            pair = gradient_boosting_dependence(Z[:, [j, k]], random_state=rng)
+            result[j, k] = result[k, j] = pair.mean()
+        return result
 
 
 def gradient_boosting_dependence(Z, *, validation_fraction=0.3, random_state=None):
@@ -67,8 +87,7 @@ def gradient_boosting_dependence(Z, *, validation_fraction=0.3, random_state=Non
 
 def _fit_small_trees(X, y, random_state):
     """scikit-learn's gradient-boosted trees fitted on one OpenMP thread: the models here are
-    small, and beside torch's thread pool or another busy process more threads spin-wait
-    (4-7x slower on 2 cores for the judge)."""
+    small, and beside torch's thread pool or another busy process more threads spin-wait."""
     from sklearn.ensemble import HistGradientBoostingRegressor
 
     model = HistGradientBoostingRegressor(early_stopping=False, random_state=random_state)

@@ -22,9 +22,8 @@ _gelu_backward = torch.ops.aten.gelu_backward
 
 
 def critic_step(critic, optimizer, z):
-    """One update of ``critic`` by ``optimizer`` (a :class:`~sklearn_adm.nn._optim.CriticAdam`) on
-    the
-    detached ``z`` ``(n, d)``: the loss of :meth:`ADMCritic.forward`, each group's mean error
+    """One update of ``critic`` by ``optimizer`` (a :class:`~sklearn_adm.nn._optim.CriticAdam`)
+    on the detached ``z`` ``(n, d)``: the loss of :meth:`ADMCritic.forward`, each group's mean error
     summed, so that a group trains as it would alone however many groups share the critic.
     Returns the loss."""
     optimizer.zero_grad()

@@ -16,11 +16,10 @@ from ._optim import CriticAdam
 
 
 class CriticUpdates:
-    """Runs :func:`~sklearn_adm.nn._critic_step.critic_step` on minibatches of one shape: eagerly,
-    or on
-    CUDA by replaying one captured CUDA graph of the step (a step is tens of small kernels,
-    and at the sizes of a fit the GPU otherwise waits on their launches). A batch of another
-    shape than the captured one runs eagerly.
+    """Runs :func:`~sklearn_adm.nn._critic_step.critic_step` on minibatches of one shape:
+    eagerly, or on CUDA by replaying one captured CUDA graph of the step (a step is tens of
+    small kernels, and at the sizes of a fit the GPU otherwise waits on their launches). A
+    batch of another shape than the captured one runs eagerly.
 
     The first ``eager_steps`` updates run eagerly on a side stream, as capture needs (they
     create the optimizer's state); the next one is captured and every later one replays it on

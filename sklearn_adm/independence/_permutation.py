@@ -1,0 +1,132 @@
+"""The permutation engine every test of :class:`~sklearn_adm.DependenceScorer` runs on: the
+orders of the rows (among all rows, within groups, the held-out rows apart), p-values with
+the observed data counted as one permutation, the largest of several standardised
+statistics, and a test that draws its permutations in two stages and may stop after the
+first.
+
+A test gives the engine ``statistics(orders)``, which returns the observed statistics
+``(k,)`` and those with Y's rows (or each column) in each of ``orders`` ``(len(orders), k)``;
+the permutations' mean is the estimator's floor, the value independent data of the same
+marginals and size get."""
+
+import itertools
+
+import numpy as np
+
+#: permutations of a test that stops early where their p-value is high (``early_stop``)
+FIRST_STAGE = 39
+#: permutations drawn at a time by :func:`inverse_permutations`
+PERMUTATION_BLOCK = 16
+
+
+def group_permutations(n, groups, copies, rng):
+    """``(copies, n)`` orders of ``n`` rows, each shuffling rows only within their group
+    (``groups`` None: among all rows): row ``orders[c, i]`` takes the place of row ``i``."""
+    keys = rng.random_sample((copies, n))
+    if groups is None:
+        return np.argsort(keys, axis=1)
+    # sort by group, then at random within it: the k-th place of a group gets a random row
+    # of the same group
+    by_group = np.argsort(groups, kind="stable")
+    within = np.argsort(groups[by_group] + keys, axis=1)  # labels are integers: keys < 1
+    orders = np.empty_like(within)
+    np.put_along_axis(orders, np.broadcast_to(by_group, within.shape), by_group[within], axis=1)
+    return orders
+
+
+def inverse_permutations(n, n_permutations, rng):
+    """Blocks of at most ``PERMUTATION_BLOCK`` orders ``(block, n)``, each the inverse of
+    ``rng.permutation(n)``, drawn as they are read: the permutations of dcor's test for the
+    same seed, in memory ``O(n)`` at any number of permutations."""
+    rows = np.arange(n)
+    for start in range(0, n_permutations, PERMUTATION_BLOCK):
+        block = np.empty((min(PERMUTATION_BLOCK, n_permutations - start), n), dtype=np.intp)
+        for inverse in block:
+            inverse[rng.permutation(n)] = rows  # argsort's result, in O(n)
+        yield block
+
+
+def held_out_apart(groups, held_out, n_permutations, rng):
+    """``(n_permutations, n)`` orders of the rows, each shuffling rows only within their
+    group (``groups``, a label per row) and, within it, the ``held_out`` rows (indices) only
+    among themselves: statistics of a critic that trained on the other rows are permuted
+    alike with statistics of all rows."""
+    in_held_out = np.zeros(len(groups), dtype=np.int64)
+    in_held_out[held_out] = 1
+    parts = np.unique(np.c_[groups, in_held_out], axis=0, return_inverse=True)[1]
+    return group_permutations(len(groups), parts.reshape(-1), n_permutations, rng)
+
+
+def shuffle_columns(Z, rng):
+    """Each column of ``Z`` permuted on its own."""
+    return np.take_along_axis(Z, rng.random_sample(Z.shape).argsort(axis=0), axis=0)
+
+
+def p_values(observed, permuted):
+    """Share of the permutations, the observed data counted as one, whose statistic reaches
+    the observed one (with a tolerance for rounding): at least ``1 / (n_permutations + 1)``."""
+    return (1 + (permuted >= observed - 1e-12).sum(axis=0)) / (1 + len(permuted))
+
+
+def largest_standardized(statistics):
+    """Per row of ``statistics`` ``(1 + n_permutations, n_columns)`` (the observed data
+    first), the largest column after each column is standardised over all the rows.
+
+    Columns can have very different nulls: a column of ``Y`` that the other columns of ``Y``
+    predict keeps its high correlation under every permutation, and a plain maximum would be
+    that column's whatever ``X`` does (hyppo's two parabolas in five dimensions: power 0 with
+    the plain maximum). The standardisation treats all rows alike, so the rows stay
+    exchangeable under the null and the test exact."""
+    centred = statistics - statistics.mean(axis=0)
+    scale = centred.std(axis=0)
+    return np.where(scale > 0, centred / np.where(scale > 0, scale, 1.0), 0.0).max(axis=1)
+
+
+def largest_p_value(observed, permuted):
+    """The p-value of the largest of the standardised statistics, observed ``(k,)`` against
+    permuted ``(n_permutations, k)`` (:func:`largest_standardized`)."""
+    strongest = largest_standardized(np.vstack([observed, permuted]))
+    return float(p_values(strongest[0], strongest[1:]))
+
+
+def staged_test(statistics, p_value, orders, n_permutations, early_stop=None):
+    """Observed statistics, permuted ones and the p-value ``p_value(observed, permuted)``,
+    the permutations ``orders`` (an array, or blocks of one from
+    :func:`inverse_permutations`) read in two stages.
+
+    ``early_stop``: a p-value above which the test stops after its first ``FIRST_STAGE``
+    permutations and returns that stage's p-value (None: never). The p-value stays valid:
+    it is at most ``alpha`` only where the first stage's is, for any ``alpha``
+    (design/causal-discovery). The permutations are the same draws either way, so a test
+    that does not stop returns the p-value of one that never would."""
+    parts = _stages(orders, n_permutations if early_stop is None else FIRST_STAGE)
+    observed, permuted = statistics(next(parts))
+    p = p_value(observed, permuted)
+    rest = next(parts, None) if early_stop is None or p <= early_stop else None
+    if rest is not None:
+        permuted = np.vstack([permuted, statistics(rest)[1]])
+        p = p_value(observed, permuted)
+    return observed, permuted, p
+
+
+def _stages(orders, first):
+    """The first ``first`` of ``orders`` (an array, or blocks of one from
+    :func:`inverse_permutations`), then the rest, each an array or a list of blocks."""
+    if isinstance(orders, np.ndarray):
+        yield orders[:first]
+        if first < len(orders):
+            yield orders[first:]
+        return
+    head, taken = [], 0
+    for block in orders:
+        if taken < first:
+            head.append(block[: first - taken])
+            block = block[first - taken :]
+            taken += len(head[-1])
+            if taken == first:
+                yield head
+        if len(block):
+            yield itertools.chain([block], orders)
+            return
+    if taken < first:
+        yield head
