@@ -89,6 +89,14 @@ def test_every_part_of_the_package_has_a_layer():
     assert parts == set(LAYERS)
 
 
+def test_the_tests_mirror_the_parts():
+    """A part's tests are in the folder of its name; those of several parts at the top."""
+    folders = {path.name for path in Path(__file__).parent.iterdir() if path.is_dir()}
+    assert folders - {"__pycache__"} <= set(LAYERS)
+    for folder in folders - {"__pycache__"}:
+        assert (Path(__file__).parent / folder / "__init__.py").is_file()
+
+
 def test_the_public_names_live_in_their_parts():
     where = {name: getattr(sklearn_adm, name).__module__ for name in sklearn_adm.__all__}
     assert where == {

@@ -1,7 +1,6 @@
 """scikit-learn's own estimator checks, including those check_estimator does not run."""
 
 import pytest
-from conftest import cut_warmup
 from sklearn.utils.estimator_checks import (
     check_global_output_transform_pandas,
     check_param_validation,
@@ -11,6 +10,7 @@ from sklearn.utils.estimator_checks import (
 )
 
 from sklearn_adm import ICA, PICA, NonlinearPICA
+from tests._helpers import cut_warmup
 
 # Few iterations: the checks test the API, not the quality of the fit.
 ESTIMATORS = [

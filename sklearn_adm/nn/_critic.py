@@ -9,7 +9,7 @@ built the same way, starting from one scalar per feature.
 
 Hidden layers are laid out ``(d, h, n)``, features first and rows last: the first layer's
 product is then ``(s*h, s) @ (s, n)``, which MKL computes faster on a CPU than the same
-product laid out ``(n, s) @ (s, s*h)`` (``doc/guide.md`` has the timings).
+product laid out ``(n, s) @ (s, s*h)`` (``doc/design/critic.md`` has the timings).
 """
 
 import math

@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
-from conftest import amari_error
 from sklearn.decomposition import FastICA
 
 from sklearn_adm import ICA
+from tests._helpers import amari_error
 
 pytestmark = pytest.mark.numerics
 

@@ -8,9 +8,9 @@ import pytest
 from scipy import stats
 from sklearn.decomposition import PCA, FastICA
 from sklearn.exceptions import ConvergenceWarning
-from test_ica import amari_error
 
 from sklearn_adm import ICA
+from tests._helpers import amari_error
 
 pytestmark = pytest.mark.numerics
 

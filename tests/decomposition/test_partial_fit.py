@@ -5,10 +5,10 @@ import pickle
 
 import numpy as np
 import pytest
-from conftest import amari_error
 
 from sklearn_adm import ICA, PICA
 from sklearn_adm.datasets import make_pca_vs_pica
+from tests._helpers import amari_error
 
 pytestmark = pytest.mark.numerics
 

@@ -6,10 +6,10 @@ import pickle
 import numpy as np
 import pytest
 import torch
-from conftest import held_out_mse, train_critic
 
 from sklearn_adm import ADMCritic
 from sklearn_adm.nn._critic import _standardize
+from tests._helpers import held_out_mse, train_critic
 
 pytestmark = pytest.mark.numerics
 

@@ -13,16 +13,9 @@ from sklearn_adm.independence._conditional import (
 )
 from sklearn_adm.independence._distance import blockwise_distance_correlation
 from sklearn_adm.independence._permutation import group_permutations, held_out_apart
+from tests._helpers import chain
 
 pytestmark = pytest.mark.numerics
-
-
-def chain(n, rng, direct=0.0):
-    """X -> Z -> Y through nonlinear maps (X independent of Y given Z), plus ``direct`` X in Y."""
-    x = rng.uniform(-1, 1, size=n)
-    z = np.sin(3 * x) + 0.3 * rng.normal(size=n)
-    y = np.cos(2 * z) + direct * x + 0.3 * rng.normal(size=n)
-    return x[:, None], y[:, None], z[:, None]
 
 
 def test_a_chain_is_dependent_and_independent_given_its_middle():

@@ -6,13 +6,13 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import amari_error
 from sklearn.decomposition import PCA
 
 from sklearn_adm import ICA, PICA, DependenceScorer, NonlinearPICA
 from sklearn_adm._data import chunked, streaming
 from sklearn_adm._data.chunked import ChunkedArray, Moments, read_rows
 from sklearn_adm.datasets import make_embedding_like, make_pca_vs_pica
+from tests._helpers import amari_error
 
 da = pytest.importorskip("dask.array")
 

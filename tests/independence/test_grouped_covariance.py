@@ -4,7 +4,6 @@ import dcor
 import numpy as np
 import pytest
 from scipy import integrate, stats
-from test_conditional import chain
 
 from sklearn_adm import DependenceScorer
 from sklearn_adm.independence import _grouped_covariance as grouped_covariance
@@ -18,6 +17,7 @@ from sklearn_adm.independence._grouped_covariance import (
     groups_along,
     weighted_chi2_sf,
 )
+from tests._helpers import chain
 
 pytestmark = pytest.mark.numerics
 
