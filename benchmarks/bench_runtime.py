@@ -36,11 +36,14 @@ print(time.perf_counter() - start)
 
 PLAIN_ADAM = """
 import torch
-from sklearn_adm.game import _autoencoders
+from sklearn_adm.game import _loop
+from sklearn_adm.nn import _training
 from sklearn_adm.nn._optim import adam_kernel
-def make_adam(parameters, learning_rate, device):  # the encoder's optimizer
-    return torch.optim.Adam(parameters, learning_rate, **adam_kernel(device))
-_autoencoders.make_adam = make_adam
+class PlainCriticAdam(torch.optim.Adam):  # the critic's optimizer as torch.optim.Adam
+    updates_input_layer = False
+    def __init__(self, critic, learning_rate, device):
+        super().__init__(critic.parameters(), learning_rate, **adam_kernel(device))
+_loop.CriticAdam = _training.CriticAdam = PlainCriticAdam
 """
 
 STEADY_STEP = """
