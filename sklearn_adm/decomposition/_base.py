@@ -14,7 +14,6 @@ from sklearn.base import (
 )
 from sklearn.decomposition import PCA
 from sklearn.decomposition._pca import _infer_dimension
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
@@ -22,7 +21,6 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from .._data.chunked import ChunkedArray, Moments, check_chunked, is_chunked
 from .._data.rows import MIN_VALIDATION_ROWS, distinct_records, scaled_rows, split_rows
 from .._data.scaling import fit_scaling, scaling_from_moments
-from .._runtime.warnings import warn
 
 #: the fewest rows of a critic's minibatch
 _MIN_CRITIC_ROWS = 128
@@ -76,7 +74,6 @@ class _Stream:
     autoencoder: object = None
     val: object = None
     game: object = None
-    generator_state: object = None
     moments: object = None
     #: seeds what the autoencoder draws when it absorbs a batch (the fit's seed, plus the
     #: batches absorbed): a stream gives the same model every time, and leaves torch's
@@ -91,25 +88,6 @@ class _Stream:
 
 def _widths_constraint():
     return [Interval(Integral, 1, None, closed="left"), tuple]
-
-
-def warn_game_outcome(result, desc, max_iter):
-    """Warn (scikit-learn's ConvergenceWarning) where a game diverged, or ran to ``max_iter``
-    (None: not asked) before its stopping rule was met; ``result`` has ``diverged``,
-    ``converged`` and ``n_iter``."""
-    if result.diverged:
-        warn(
-            f"{desc}: training diverged at iteration {result.n_iter} (the loss is not finite); "
-            "the model was restored to its last good state. Lower learning_rate or "
-            "critic_learning_rate, or check the input for extreme values.",
-            ConvergenceWarning,
-        )
-    elif max_iter is not None and not result.converged and result.n_iter == max_iter:
-        warn(
-            f"{desc}: max_iter={max_iter} reached before training converged (its "
-            "stopping rule: tol and n_iter_no_change); consider increasing max_iter.",
-            ConvergenceWarning,
-        )
 
 
 class BaseADMTransformer(
@@ -325,6 +303,7 @@ class BaseADMTransformer(
         from .._runtime.allocator import training_allocations
         from .._runtime.device import resolve_device
         from .._runtime.threads import FitThreads
+        from ..game._history import warn_game_outcome
         from ..game._loop import AdversarialGame
         from ..game._settings import GameResult
 
@@ -365,12 +344,12 @@ class BaseADMTransformer(
         """One pass of the game over the batch ``X``; the first batch opens the game
         (:meth:`_open_stream`). The fitted attributes are then those of the averaged encoder
         as it stands, on the moments of every row seen."""
-        import torch
 
         from .._data.streaming import TensorRows
         from .._runtime.allocator import training_allocations
         from .._runtime.device import resolve_device
         from .._runtime.threads import FitThreads
+        from ..game._history import warn_game_outcome
 
         first = getattr(self, "_stream", None) is None
         X = validate_data(
@@ -394,24 +373,15 @@ class BaseADMTransformer(
                         X, train_rows, val_rows, n_components, settings, seed
                     )
                 if stream.game is not None:
-                    game = stream.game
-                    game.generator = torch.Generator(device=self.device_)
-                    game.generator.set_state(stream.generator_state)
                     batch = TensorRows(stream.autoencoder.prepare(stream.scaled(X[train_rows])))
                     if not first:
                         stream.batches += 1
-                        with torch.random.fork_rng(devices=[]):
-                            torch.manual_seed(stream.seed + stream.batches)
-                            game.autoencoder.absorb(batch.X)
-                    for _ in range(-(-len(batch) // settings.batch_size)):
-                        if not game.step(batch, stream.val):
-                            warn_game_outcome(game, type(self).__name__, None)
-                            break
-                    # the model so far, as fit would return it (finished and confirmed)
-                    autoencoder = game.result(copy.deepcopy(game.average.module), batch, stream.val)
-                    leader = game.leader
-                    stream.generator_state = game.generator.get_state()
-                    self.n_iter_, self.history_ = game.n_iter, game.history.entries(leader)
+                        stream.game.absorb(batch.X, stream.seed + stream.batches)
+                    steps = -(-len(batch) // settings.batch_size)  # one pass over the batch
+                    result = stream.game.play(batch, stream.val, steps, desc=type(self).__name__)
+                    warn_game_outcome(result, type(self).__name__, None)
+                    autoencoder, leader = result.model, result.best_init
+                    self.n_iter_, self.history_ = result.n_iter, result.history
                 else:  # a model solved once, on the first batch
                     autoencoder, leader = stream.autoencoder, 0
                     self.n_iter_, self.history_ = 1, []
@@ -427,9 +397,9 @@ class BaseADMTransformer(
         return self
 
     def _open_stream(self, X, train_rows, val_rows, n_components, settings, seed):
-        """The game that ``partial_fit`` plays on, opened on its first batch ``X``: the
-        scaling of its training rows, the start built from them, the held-out rows, the
-        critic warmed up."""
+        """The game that ``partial_fit`` plays on, made from its first batch ``X``: the
+        scaling of its training rows, the start built from them, the held-out rows (the
+        game opens, its critic warming up, as it plays the first batch)."""
         import torch
 
         from .._data.streaming import TensorRows
@@ -448,10 +418,6 @@ class BaseADMTransformer(
         generator = torch.Generator(device=self.device_).manual_seed(seed)
         policies = self._game_policies()
         stream.game = AdversarialGame(autoencoder, critic, settings, policies, generator)
-        stream.game.open(
-            TensorRows(autoencoder.prepare(X_train)), stream.val, desc=type(self).__name__
-        )
-        stream.generator_state = generator.get_state()
         return stream
 
     def _validate_for_fit(self, X):

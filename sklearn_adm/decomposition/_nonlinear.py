@@ -43,7 +43,7 @@ class _BatchedMLP(nn.Module):
 
     def __init__(self, n_init, sizes, activation):
         super().__init__()
-        self.activation = _ACTIVATIONS[activation]
+        self.activation_name = activation  # a name pickles; the functions are looked up
         self.weights = nn.ParameterList()
         self.biases = nn.ParameterList()
         for fan_in, fan_out in zip(sizes[:-1], sizes[1:], strict=True):
@@ -52,6 +52,10 @@ class _BatchedMLP(nn.Module):
                 nn.Parameter(torch.empty(n_init, fan_in, fan_out).uniform_(-bound, bound))
             )
             self.biases.append(nn.Parameter(torch.empty(n_init, fan_out).uniform_(-bound, bound)))
+
+    @property
+    def activation(self):
+        return _ACTIVATIONS[self.activation_name]
 
     @torch.no_grad()
     def keep_starts(self, starts):

@@ -35,8 +35,9 @@ from .._runtime.warnings import warn
 from ..nn._critic_step import dependence_gradient
 from ..nn._optim import CriticAdam
 from ..nn._training import CriticUpdates, calibrate
+from ._history import History
 from ._settings import GameResult
-from ._stopping import Evaluation, History
+from ._stopping import Evaluation
 
 
 class AdversarialGame:
@@ -76,6 +77,23 @@ class AdversarialGame:
         self.alpha = torch.ones(critic.n_features, device=device)
         self.critic_update = self._critic_updates(device)
         self.confirmation.open(self)
+        self.history = History()
+        self.n_iter, self.leader, self.val_terms = 0, 0, None
+        self.opened, self.converged, self.diverged = False, False, False
+        self.start = self.last_good = None
+
+    def __getstate__(self):
+        """A generator is pickled as its device and state (torch's pickling of generators
+        is recent)."""
+        state = dict(self.__dict__)
+        state["generator"] = (str(self.generator.device), self.generator.get_state())
+        return state
+
+    def __setstate__(self, state):
+        device, generator_state = state["generator"]
+        state["generator"] = torch.Generator(device=device)
+        state["generator"].set_state(generator_state)
+        self.__dict__.update(state)
 
     def _critic_updates(self, device):
         """The critic's steps, with a fresh Adam (a new critic's parameters need one)."""
@@ -195,23 +213,36 @@ class AdversarialGame:
                 self.critic_update(batch)
             follow_load()
 
-    def play(self, X_train, X_val, desc="ADM"):
-        """Run the game; leave ``autoencoder`` holding the result.
+    def play(self, X_train, X_val, steps=None, desc="ADM"):
+        """Play the game; the one entry point of ``fit`` and ``partial_fit``.
 
-        The critic warms up (:meth:`open`), then updates follow (:meth:`step`) until a
-        stopping rule says the game has converged or ``max_iter`` is reached; the result is
-        the averaged encoder, finished and confirmed (:meth:`result`), in ``autoencoder``.
-        Returns a :class:`GameResult` whose ``best_init`` names the leading start and whose
-        history describes it; the estimator reports a game that diverged or ran to ``max_iter``
-        (:func:`~sklearn_adm.decomposition._base.warn_game_outcome`).
+        The critic warms up at the first call (:meth:`open`). Then, with ``steps`` None,
+        updates follow (:meth:`step`) until a stopping rule says the game has converged or
+        ``max_iter`` is reached, and ``autoencoder`` is left holding the result; with a
+        budget of ``steps`` (a stream's batch), exactly that many updates follow, whatever
+        the rules read, and the result is a copy, the game going on. An update that diverges
+        ends the call with the model of the last evaluation restored.
+
+        Returns a :class:`GameResult`: ``model``, the averaged encoder finished and confirmed
+        (:meth:`result`); ``best_init``, the leading start, whose history it holds; and
+        whether this call diverged, which the estimator reports
+        (:func:`~sklearn_adm.game._history.warn_game_outcome`).
         """
         s = self.settings
-        self.open(X_train, X_val, desc)
-        progress = tqdm(total=s.max_iter, desc=desc, disable=s.verbose < 1, leave=False)
+        if not self.opened:
+            self.open(X_train, X_val, desc)
+        self.diverged, played = False, 0
+        total = s.max_iter if steps is None else steps
+        progress = tqdm(total=total, desc=desc, disable=s.verbose < 1, leave=False)
         try:
-            while not self.converged and self.n_iter < s.max_iter:
+            while (
+                played < steps
+                if steps is not None
+                else not self.converged and self.n_iter < s.max_iter
+            ):
                 if not self.step(X_train, X_val):
                     break
+                played += 1
                 progress.update()
                 if self.val_terms is not None and self.n_iter % s.eval_every == 0:
                     progress.set_postfix(
@@ -228,16 +259,17 @@ class AdversarialGame:
             self.converged = True  # the user chose to stop; no convergence warning on top
         finally:
             progress.close()
-        self.result(self.autoencoder, X_train, X_val)
+        encoder = self.autoencoder if steps is None else copy.deepcopy(self.average.module)
+        model = self.result(encoder, X_train, X_val)
         history = self.history.entries(self.leader)
-        return GameResult(history, self.n_iter, self.converged, self.leader, self.diverged)
+        return GameResult(
+            history, self.n_iter, self.converged, self.leader, self.diverged, model=model
+        )
 
     def open(self, X_train, X_val, desc="ADM"):
         """Warm the critic up on the starts as they are; a stopping rule that reads the start
         (``reads_start``) may end the game before its first update."""
-        self.history = History()
-        self.n_iter, self.leader, self.val_terms = 0, 0, None
-        self.converged, self.diverged = False, False
+        self.opened = True
         self._train_critic(X_train, self.settings.warmup_steps)
         if any(rule.reads_start for rule in self.stopping):
             objective, val_terms, codes, criterion = self._evaluate(X_val)
@@ -274,10 +306,18 @@ class AdversarialGame:
         self.confirmation.after_evaluation(self, X_train, X_val)
         return True
 
+    def absorb(self, X, seed):
+        """Let the starts absorb a stream's new batch ``X`` (their draws seeded by ``seed``:
+        a stream gives the same model every time, and torch's global generator is left
+        alone)."""
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            self.autoencoder.absorb(X)
+
     def result(self, encoder, X_train, X_val):
         """``encoder`` given the averaged encoder's state as it stands, finished and confirmed:
-        the game's result, or a model to use while the game goes on (``partial_fit`` plays
-        it a batch at a time, on a copy of ``average.module``)."""
+        the game's result, or, on a copy of ``average.module``, a model to use while the game
+        goes on."""
         encoder.load_state_dict(self.average.module.state_dict())
         return self.confirmation.finish(self, self.finished(encoder), X_train, X_val)
 

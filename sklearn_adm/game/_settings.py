@@ -62,3 +62,5 @@ class GameResult:
     best_init: int
     #: whether an update's loss was not finite (the model of the last evaluation is kept)
     diverged: bool = False
+    #: the averaged encoder, finished and confirmed (None where no game was played)
+    model: object = None

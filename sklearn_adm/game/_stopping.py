@@ -17,8 +17,6 @@ import torch
 _NOISE_SIGMAS = 3.0
 #: share of tol under which the change over half the window counts as converged
 _HALF_WINDOW_SHARE = 1 / 32
-#: the training and held-out terms of each record, in order
-TERMS = ("objective", "reconstruction", "critic_mse", "variance_penalty")
 
 
 @dataclass(frozen=True)
@@ -136,48 +134,3 @@ class IndependenceReached:
 
     def keep_starts(self, keep, n_init):
         """Nothing recorded: nothing to cut."""
-
-
-class History:
-    """Every update's training terms for every start, and every evaluation's held-out
-    terms and stopping readings; cut with the starts, read for the kept start at the end."""
-
-    def __init__(self):
-        self.records = []
-
-    def update(self, n_iter, values):
-        """The training terms ``(4, n_init)`` of update ``n_iter``."""
-        self.records.append({"iteration": n_iter, "train": values.detach().cpu()})
-
-    def evaluation(self, n_iter, objective, terms, **readings):
-        """The held-out terms of the evaluation after update ``n_iter`` (0: before any), and
-        the stopping rules' readings (named as the history names them)."""
-        if not self.records or self.records[-1]["iteration"] != n_iter:
-            self.records.append({"iteration": n_iter})
-        self.records[-1]["val"] = torch.stack([objective, *terms]).cpu()
-        self.records[-1].update(readings)
-
-    def note(self, **readings):
-        """Add ``readings`` to the last record."""
-        self.records[-1].update(readings)
-
-    def keep_starts(self, keep):
-        for record in self.records:
-            for key in ("train", "val"):
-                if key in record:
-                    record[key] = record[key][:, keep]
-
-    def entries(self, init):
-        """The history of start ``init``: one dict per update (and the evaluation before
-        the first update, where there is one)."""
-        return [_entry(record, init) for record in self.records]
-
-
-def _entry(record, init):
-    entry = {"iteration": record["iteration"]}
-    if "train" in record:  # not before the first update
-        entry.update(zip(TERMS, record["train"][:, init].tolist(), strict=True))
-    if "val" in record:
-        entry.update(zip(["val_" + t for t in TERMS], record["val"][:, init].tolist(), strict=True))
-    entry.update({k: v for k, v in record.items() if k not in ("iteration", "train", "val")})
-    return entry

@@ -3,9 +3,9 @@
 import numpy as np
 import torch
 
+from sklearn_adm.game._history import History
 from sklearn_adm.game._stopping import (
     Evaluation,
-    History,
     IndependenceReached,
     ObjectivePlateau,
     RepresentationChange,
