@@ -193,8 +193,61 @@ def _ratio(looped, batched):
     return f"{looped['seconds'] / batched['seconds']:.1f}x"
 
 
+def matmul_rate(sizes, hidden=32):
+    """The critic step's rate against the CPU's matrix-multiply rate, in one process: a step
+    on n = ``_ROWS`` rows does ``4 n d^2 h`` FLOPs in its two large products (the first
+    predictor layer forward, ``(n, d) @ (d, d h)``, and its weight gradient,
+    ``(d, n) @ (n, d h)``; the rest is ``O(n d h)``), and ``torch.matmul`` runs those two
+    products alone, on the same threads."""
+    from sklearn_adm import ADMCritic
+    from sklearn_adm.nn._critic_step import critic_step
+    from sklearn_adm.nn._optim import CriticAdam
+
+    header = "| d | FLOPs of a step | critic step | its rate | two matmuls | their rate | ratio |"
+    print(header)
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    torch.manual_seed(0)
+    for d in sizes:
+        critic = ADMCritic(d, critic_hidden=hidden)
+        optimizer = CriticAdam(critic, 2e-2, torch.device("cpu"))
+        z, x = torch.randn(_ROWS, d), torch.randn(_ROWS, d)
+        weight, grad = torch.randn(d, d * hidden), torch.randn(_ROWS, d * hidden)
+        step = _median_seconds(critic_step, critic, optimizer, z)
+        products = _median_seconds(_two_products, x, weight, grad)
+        flops = 4 * _ROWS * d * d * hidden
+        print(
+            f"| {d} | {flops / 1e9:.3f} G | {step * 1e3:.2f} ms | {flops / step / 1e9:.0f} GFLOP/s "
+            f"| {products * 1e3:.2f} ms | {flops / products / 1e9:.0f} GFLOP/s "
+            f"| {products / step:.2f} |",
+            flush=True,
+        )
+
+
+def _two_products(x, weight, grad):
+    return torch.matmul(x, weight), torch.matmul(x.T, grad)
+
+
+def _median_seconds(work, *args):
+    """Median seconds of ``work(*args)`` after a warm-up, over about a second of calls."""
+    work(*args)
+    first = _once(work, *args)
+    return statistics.median([_once(work, *args) for _ in range(max(5, int(1.0 / first)))])
+
+
+def _once(work, *args):
+    start = time.perf_counter()
+    work(*args)
+    return time.perf_counter() - start
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--rate",
+        nargs="*",
+        type=int,
+        help="only the step's rate against torch.matmul's at these d (e.g. --rate 64 256)",
+    )
     parser.add_argument("--case", help=argparse.SUPPRESS)
     parser.add_argument("--sizes", nargs="*", type=int, default=[64, 256, 1024, 2048, 4096])
     parser.add_argument(
@@ -216,6 +269,9 @@ def main():
     )
     parser.add_argument("--output", help="also write the table to this Markdown file")
     args = parser.parse_args()
+    if args.rate is not None:
+        matmul_rate(args.rate or [64, 256])
+        return
     if args.case:
         print(json.dumps(measure(json.loads(args.case))))
         return
