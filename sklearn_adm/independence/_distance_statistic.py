@@ -85,8 +85,8 @@ class DistanceStatistic(Statistic):
             unions = random_unions(given.blocks, _UNION_ROWS, rng)
 
         def statistics(orders):
-            if paired:
-                observed, permuted = permuted_by_sorting(X, Y, orders)
+            if paired:  # the threads chosen for all the test's sweeps
+                observed, permuted = permuted_by_sorting(X, Y, orders, n_permutations + 1)
             elif unions is not None:
                 observed, permuted = blockwise_distance_correlation(X, Y, unions, orders)
             else:

@@ -380,7 +380,7 @@ def distance_correlation_pairwise(Z, *, squared=False):
     return result if squared else np.sqrt(result)
 
 
-def permuted_by_sorting(X, Y, orders):
+def permuted_by_sorting(X, Y, orders, sweeps=None):
     """The squared distance correlation of the columns of ``X`` and ``Y``
     ``(n_samples, n_pairs)`` paired one by one, and with ``Y``'s rows in each of ``orders``,
     in ``O(n log n)`` a pair and permutation after one sort of each column, in parallel.
@@ -388,7 +388,9 @@ def permuted_by_sorting(X, Y, orders):
     ``orders`` is an ``(n_permutations, n_samples)`` array, or an iterable of such blocks,
     read one at a time (a million rows' orders take 8 MB each). With one pair the statistic
     is the squared distance correlation (``permuted_distance_correlation``'s); with more,
-    ``sum_k dCov^2(x_k, y_k) / sum_k dVar(x_k) dVar(y_k)``, in [0, 1].
+    ``sum_k dCov^2(x_k, y_k) / sum_k dVar(x_k) dVar(y_k)``, in [0, 1]. ``sweeps``: the
+    sweeps of every column pair of the whole test, which share one choice of threads (None:
+    those of ``orders`` where it is an array, else of the observed data and one block).
 
     Returns
     -------
@@ -400,7 +402,9 @@ def permuted_by_sorting(X, Y, orders):
     n, count = X.shape
     pairs = np.column_stack([np.arange(count), count + np.arange(count)])
     blocks = [orders] if isinstance(orders, np.ndarray) else orders
-    with numba_kernel(n * count * _SWEEP_WORK, *_KERNELS, calls=2) as kernel:
+    if sweeps is None:
+        sweeps = 1 + len(orders) if isinstance(orders, np.ndarray) else 2
+    with numba_kernel(n * count * _SWEEP_WORK, *_KERNELS, calls=sweeps) as kernel:
         threads = numba.get_num_threads()
         covariances = np.concatenate(
             [
