@@ -26,13 +26,12 @@ class DependenceTestResult:
         Permutations drawn (0 for the asymptotic conditional test).
     method : str
         How the p-value was found: ``"permutation"`` (Y's rows, or each column, shuffled
-        among all rows), ``"permutation, random projections"`` (the multivariate distance
-        test beyond ``8,192`` rows: the statistic over random one-dimensional projections of X
-        and Y, in memory linear in the rows), ``"local permutation"`` (given Z: Y's rows
-        shuffled within groups of nearly equal Z) or ``"asymptotic, random frequencies"``
-        (the conditional distance test from ``10,000`` rows: the covariance, within groups
-        of nearly equal Z, of features of the residuals' characteristic functions at random
-        frequencies, against its Gaussian limit; linear in the rows).
+        among all rows), ``"permutation, random projections"`` (two multivariate samples of
+        many rows: the statistic over random one-dimensional projections of each, in memory
+        linear in the rows), ``"local permutation"`` (given Z: Y's rows shuffled within
+        groups of nearly equal Z) or ``"asymptotic, random frequencies"`` (given Z, from
+        many rows: the covariance, within groups of nearly equal Z, of features of the
+        residuals' characteristic functions, against its Gaussian limit).
     n_dropped : int
         Rows left out for a missing value in the tested variables
         (:class:`sklearn_adm.causal.ConditionalIndependence` with ``missing="drop"``).

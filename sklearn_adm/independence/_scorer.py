@@ -242,26 +242,17 @@ class DependenceScorer(BaseEstimator):
           the same marginals and size get (the V-statistic is biased upwards).
         - ``test(X, Y)``: are the rows of ``X`` independent of those of ``Y``? Each
           permutation shuffles ``Y``'s rows against ``X``'s.
-        - ``test(X, Y, Z=Z)``: is ``X`` independent of ``Y`` given ``Z``? ``X`` and ``Y``
-          are predicted from ``Z`` by a cross-fitted kernel ridge regression, and the
-          residuals are tested as two samples, ``Y``'s rows shuffled only among rows of nearly
-          equal ``Z``; over all rows and, since their relation may change with ``Z``, within
-          blocks of rows of nearly equal ``Z`` (the learned test's critic reads ``Z`` beside
-          ``X``). Exact where ``Z`` takes few values, approximate for a continuous ``Z``.
-          From 10,000 rows the distance test draws no permutations: it tests the
-          covariance, within groups of nearly equal ``Z``, of the residuals' features at
-          random frequencies (those of the distance covariance's integral) against its
-          Gaussian limit (``result.method`` says so; ``n_permutations`` is not used), in
-          time linear in the rows.
+        - ``test(X, Y, Z=Z)``: is ``X`` independent of ``Y`` given ``Z``? The residuals of
+          ``X`` and ``Y`` given ``Z`` (a cross-fitted kernel ridge regression) are tested as
+          two samples, ``Y``'s rows shuffled only among rows of nearly equal ``Z``: exact
+          where ``Z`` takes few values, approximate for a continuous ``Z``. From
+          ``ASYMPTOTIC_ROWS`` rows the distance test draws no permutations and tests against
+          a Gaussian limit, in time linear in the rows (``result.method`` says so).
 
         With ``metric="adm"`` the critic trains once, on part of the rows (``critic_params``
         sets how), and the statistic and every permutation are read on the others, which it
-        never saw: the test is exact at any sample size. For two samples it also ranks
-        nearest-neighbour predictions from the other sample and, over all rows, the
-        correlation of the samples' spreads (their distances to the median); given ``Z``,
-        the statistics within blocks of nearly equal ``Z`` instead, over all rows. The user
-        guide's "Testing independence" and "Which test when" say how each test works, its
-        level and its power.
+        never saw: the test is exact at any sample size. The user guide's "Testing
+        independence" and "Which test when" say how each test works, its level and its power.
 
         Parameters
         ----------
