@@ -300,7 +300,15 @@ class ConditioningCache(Afresh):
 
     def prepared(self, given, X, Y):
         key = self._key_of[given]
-        return tuple(self._kept((*key, _digest(A)), lambda A=A: given.prepared(A)) for A in (X, Y))
+
+        def features(A, role, after=None):  # each sample's features in its role, kept
+            def make():
+                sample = self._kept((*key, _digest(A)), lambda: given.prepared(A))
+                return given.features(sample, after=after)
+
+            return self._kept((*key, role, after, _digest(A)), make)
+
+        return features(X, "x"), features(Y, "y", after=X.shape[1])
 
     def _conditioning(self, key, make):
         """The conditioning kept under ``key`` (or ``make()``'s), its key remembered."""
@@ -342,4 +350,4 @@ def _nbytes(value):
     counts its own)."""
     if isinstance(value, tuple):
         return sum(_nbytes(part) for part in value)
-    return value.nbytes
+    return getattr(value, "nbytes", 0)
