@@ -300,15 +300,7 @@ class ConditioningCache(Afresh):
 
     def prepared(self, given, X, Y):
         key = self._key_of[given]
-
-        def features(A, role, after=None):  # each sample's features in its role, kept
-            def make():
-                sample = self._kept((*key, _digest(A)), lambda: given.prepared(A))
-                return given.features(sample, after=after)
-
-            return self._kept((*key, role, after, _digest(A)), make)
-
-        return features(X, "x"), features(Y, "y", after=X.shape[1])
+        return tuple(self._kept((*key, _digest(A)), lambda A=A: given.prepared(A)) for A in (X, Y))
 
     def _conditioning(self, key, make):
         """The conditioning kept under ``key`` (or ``make()``'s), its key remembered."""
@@ -350,4 +342,4 @@ def _nbytes(value):
     counts its own)."""
     if isinstance(value, tuple):
         return sum(_nbytes(part) for part in value)
-    return getattr(value, "nbytes", 0)
+    return value.nbytes

@@ -28,9 +28,8 @@ class Afresh:
         return GroupedConditioning(Z, seed)
 
     def prepared(self, given, X, Y):
-        """X's and Y's features as the asymptotic test reads them."""
-        x, y = given.prepared(np.hstack([X, Y]), X.shape[1])
-        return given.features(x), given.features(y, after=X.shape[1])
+        """X and Y as the asymptotic test reads them."""
+        return given.prepared(np.hstack([X, Y]), X.shape[1])
 
 
 def residuals_given(X, Y, Z, rng, shared, scaled=False):

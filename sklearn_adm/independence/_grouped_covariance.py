@@ -155,17 +155,11 @@ def frequency_features(A, n_frequencies, rng):
     the features' covariances average to the distance covariance (Székely et al. 2007,
     eq. 2.5). The weights keep the features bounded by ``1 + |A|``, for any number of
     columns; a low frequency's sine is nearly the column itself."""
-    frequencies = _frequencies(A.shape[1], n_frequencies, rng)
+    frequencies = rng.standard_normal((A.shape[1], n_frequencies))
+    frequencies /= np.abs(rng.standard_normal(n_frequencies))  # a normal over |normal|: Cauchy
     weights = np.sqrt(1 + 1 / np.sum(frequencies**2, axis=0))
     phases = (A @ frequencies).astype(np.float32)  # float32's cos and sin are vectorised
     return np.hstack([np.cos(phases) * weights, np.sin(phases) * weights])
-
-
-def _frequencies(width, n_frequencies, rng):
-    """``(width, n_frequencies)`` frequencies from the multivariate Cauchy density."""
-    frequencies = rng.standard_normal((width, n_frequencies))
-    frequencies /= np.abs(rng.standard_normal(n_frequencies))  # a normal over |normal|: Cauchy
-    return frequencies
 
 
 def grouped_covariance_test(U, V, groups):
@@ -176,40 +170,31 @@ def grouped_covariance_test(U, V, groups):
     Frobenius norm over the product of their covariances' norms, as distance correlation
     normalises distance covariance), within groups, in [0, 1]; ``null_mean`` its mean under
     conditional independence."""
-    return _grouped_test(grouped_features(U, groups), grouped_features(V, groups), len(U))
-
-
-def grouped_features(features, groups):
-    """One sample's half of :func:`grouped_covariance_test`: its ``features`` ``(n, k)``
-    centred within ``groups`` and padded, ``(groups, largest group, k)`` with zeros where no
-    row, and the squared norm of their sum of products within groups."""
-    n = len(features)
+    n = len(U)
     sizes = np.bincount(groups)
     starts = np.cumsum(sizes) - sizes
     place = np.arange(n) - np.repeat(starts, sizes)
-    means = np.add.reduceat(features, starts) / sizes[:, None]
-    centred = means[groups]
-    np.subtract(features, centred, out=centred)  # in place: a new array costs page faults
-    stacked = np.zeros((len(sizes), sizes.max(), features.shape[1]))
-    stacked[groups, place] = centred
-    rows = stacked.reshape(-1, features.shape[1])
-    products = rows.T @ rows
-    # a feature constant within every group (to its rounding) says nothing
-    constant = np.diag(products) <= n * (1e-10 * np.abs(means).max(axis=0)) ** 2
-    if constant.any():
-        stacked[..., constant] = 0
-        products[constant] = products[:, constant] = 0
-    return stacked, np.sum(products**2)  # the squared norm of the sum of u u^T
-
-
-def _grouped_test(u, v, n):
-    """:func:`grouped_covariance_test` of two samples' :func:`grouped_features` on ``n``
-    rows."""
-    (U, norm_u), (V, norm_v) = u, v
-    sums = np.matmul(U.transpose(0, 2, 1), V).reshape(len(U), -1)  # G_g, (groups, p q)
+    padded, norms = [], []
+    for features in (U, V):  # (groups, largest group, features), zeros where no row
+        means = np.add.reduceat(features, starts) / sizes[:, None]
+        centred = means[groups]
+        np.subtract(features, centred, out=centred)  # in place: a new array costs page faults
+        stacked = np.zeros((len(sizes), sizes.max(), features.shape[1]))
+        stacked[groups, place] = centred
+        rows = stacked.reshape(-1, features.shape[1])
+        products = rows.T @ rows
+        # a feature constant within every group (to its rounding) says nothing
+        constant = np.diag(products) <= n * (1e-10 * np.abs(means).max(axis=0)) ** 2
+        if constant.any():
+            stacked[..., constant] = 0
+            products[constant] = products[:, constant] = 0
+        padded.append(stacked)
+        norms.append(np.sum(products**2))  # the squared norm of the sum of u u^T
+    U, V = padded
+    sums = np.matmul(U.transpose(0, 2, 1), V).reshape(len(sizes), -1)  # G_g, (groups, p q)
     total = sums.sum(axis=0)
     statistic = total @ total / n
-    spread = np.subtract(sums, total / len(U), out=sums)
+    spread = np.subtract(sums, total / len(sizes), out=sums)
     # the covariance in single precision (half the time): its rounding, about 1e-6 of its
     # norm, is far under its estimation error (about 1 / sqrt(groups) of it)
     single = spread.astype(np.float32)
@@ -224,7 +209,7 @@ def _grouped_test(u, v, n):
     p_value = min(1.0, 2 * min(p_value, p_largest))
     # statistic / n is the cross-covariance's squared norm; each covariance's norm is
     # that of its sum of products over n
-    norm = np.sqrt(norm_u * norm_v) / n
+    norm = np.sqrt(norms[0] * norms[1]) / n
     if norm == 0:  # a constant sample (or one Z predicts exactly): nothing to relate
         return 0.0, p_value, 0.0
     return statistic / norm, p_value, eigenvalues.sum() / norm
@@ -298,8 +283,7 @@ def asymptotic_conditional_test(X, Y, Z, random_state):
     """Steps 1-5 on ``X`` ``(n, p)``, ``Y`` ``(n, q)`` and ``Z`` ``(n, r)``:
     ``(statistic, p_value, null_mean)`` of :func:`grouped_covariance_test`."""
     given = GroupedConditioning(Z, random_state)
-    x, y = given.prepared(np.hstack([X, Y]), X.shape[1])
-    return given.test(given.features(x), given.features(y, after=X.shape[1]))
+    return given.test(*given.prepared(np.hstack([X, Y]), X.shape[1]))
 
 
 class GroupedConditioning:
@@ -349,28 +333,13 @@ class GroupedConditioning:
             prepared = np.stack([_standardized(residuals), rebuilt])
         return prepared if split is None else (prepared[:, :, :split], prepared[:, :, split:])
 
-    def features(self, sample, after=None):
-        """Step 3, and one sample's half of step 5 (:func:`grouped_features`), on a sample
-        :meth:`prepared`: the first of a test, or with ``after`` (the first sample's number
-        of columns) the second, whose frequencies are drawn after the first's."""
-        rng = np.random.RandomState(self.random_state)
-        if after is not None:
-            widths = self._widths(after)
-            for name in FREQUENCIES:  # the first sample's draws, in their order
-                _frequencies(widths[name], FREQUENCIES[name], rng)
-        with one_thread():
-            return grouped_features(self._features(sample, rng), self.groups)
-
     def test(self, x, y):
-        """Step 5 on two samples' :meth:`features`: ``(statistic, p_value, null_mean)``."""
+        """Steps 3-5 on samples :meth:`prepared` ``x`` and ``y``:
+        ``(statistic, p_value, null_mean)``."""
+        rng = np.random.RandomState(self.random_state)
         with one_thread():
-            return _grouped_test(x, y, len(self.groups))
-
-    def _widths(self, columns):
-        """The columns of each feature set of a sample of ``columns`` columns."""
-        r = self.z_of_group.shape[1]
-        widths = {"residuals": columns, "beside Z": columns + r, "rebuilt": columns}
-        return {**widths, "times Z": columns * r}
+            U, V = self._features(x, rng), self._features(y, rng)
+            return grouped_covariance_test(U, V, self.groups)
 
     def _features(self, sample, rng):
         """One sample's four feature sets (step 3)."""
