@@ -43,24 +43,27 @@ class FreshCriticConfirmation:
         self.untrained_critic = copy.deepcopy(game.critic)
 
     def after_evaluation(self, game, X_train, X_val):
-        """At the first held-out evaluation, judge the game's averaged encoder; a game not
-        confirmed has converged."""
+        """At the first held-out evaluation, judge the game's averaged encoder. Returns the
+        decision the game applies: whether to stop (a game not confirmed), and the readings
+        for its history."""
         if game.n_iter != game.settings.eval_every or game.converged or game.diverged:
-            return
+            return False, {}
         average = game.finished(copy.deepcopy(game.average.module))
-        self.verdict = self.judge(game, average, game.start_encoder(), X_train, X_val)
-        game.converged = not self.verdict
+        self.verdict, readings = self.judge(game, average, game.start_encoder(), X_train, X_val)
+        return not self.verdict, readings
 
     def finish(self, game, encoder, X_train, X_val):
         """``encoder`` (finished), or the start's state loaded into it where it is not
-        confirmed."""
+        confirmed; and the readings for the game's history."""
         if game.n_iter == 0 or game.diverged:
-            return encoder
+            return encoder, {}
         start = game.start_encoder()
-        confirmed = self.verdict is not False and self.judge(game, encoder, start, X_train, X_val)
+        confirmed, readings = self.verdict is not False, {}
+        if confirmed:
+            confirmed, readings = self.judge(game, encoder, start, X_train, X_val)
         if not confirmed:
             encoder.load_state_dict(start.state_dict())
-        return encoder
+        return encoder, readings
 
     def judge(self, game, encoder, start, X_train, X_val):
         """Whether a critic that did not play finds less dependence on the held-out rows in
@@ -71,8 +74,9 @@ class FreshCriticConfirmation:
         training rows, as many steps as the game's critic did, one on the start's codes and
         one on ``encoder``'s, and each reads its calibrated error on the held-out rows; the
         result is confirmed where its error is the larger by more than ``z`` standard errors
-        of the difference, paired by row. The history's last entry records both errors
-        (``fresh_critic_mse_start``, ``fresh_critic_mse``) and ``confirmed``.
+        of the difference, paired by row. Returns the verdict and the readings for the
+        history: both errors (``fresh_critic_mse_start``, ``fresh_critic_mse``) and
+        ``confirmed``.
         """
         s, leader = game.settings, game.leader
         # one critic of two groups, the start's codes and the result's, side by side: both
@@ -99,12 +103,12 @@ class FreshCriticConfirmation:
         gain = errors[:, 1] - errors[:, 0]
         standard_error = gain.std() / len(gain) ** 0.5
         confirmed = bool(gain.mean() > self.z * standard_error)
-        game.history.note(
-            fresh_critic_mse_start=float(errors[:, 0].mean()),
-            fresh_critic_mse=float(errors[:, 1].mean()),
-            confirmed=confirmed,
-        )
-        return confirmed
+        readings = {
+            "fresh_critic_mse_start": float(errors[:, 0].mean()),
+            "fresh_critic_mse": float(errors[:, 1].mean()),
+            "confirmed": confirmed,
+        }
+        return confirmed, readings
 
 
 class NoConfirmation:
@@ -114,7 +118,8 @@ class NoConfirmation:
         """Nothing to keep."""
 
     def after_evaluation(self, game, X_train, X_val):
-        """Nothing to judge."""
+        """Nothing to judge: no stop, no readings."""
+        return False, {}
 
     def finish(self, game, encoder, X_train, X_val):
-        return encoder
+        return encoder, {}

@@ -303,7 +303,10 @@ class AdversarialGame:
         self.converged, readings = _read_rules(self.stopping, evaluation)
         self.history.evaluation(self.n_iter, objective, self.val_terms, **readings)
         self.last_good = copy.deepcopy(self.average.module.state_dict())
-        self.confirmation.after_evaluation(self, X_train, X_val)
+        stop, readings = self.confirmation.after_evaluation(self, X_train, X_val)
+        self.converged = self.converged or stop
+        if readings:
+            self.history.note(**readings)
         return True
 
     def absorb(self, X, seed):
@@ -319,7 +322,10 @@ class AdversarialGame:
         the game's result, or, on a copy of ``average.module``, a model to use while the game
         goes on."""
         encoder.load_state_dict(self.average.module.state_dict())
-        return self.confirmation.finish(self, self.finished(encoder), X_train, X_val)
+        encoder, readings = self.confirmation.finish(self, self.finished(encoder), X_train, X_val)
+        if readings:
+            self.history.note(**readings)
+        return encoder
 
     def finished(self, encoder):
         """``encoder`` after its final solve (``finish``)."""
