@@ -344,7 +344,6 @@ class BaseADMTransformer(
         """One pass of the game over the batch ``X``; the first batch opens the game
         (:meth:`_open_stream`). The fitted attributes are then those of the averaged encoder
         as it stands, on the moments of every row seen."""
-
         from .._data.streaming import TensorRows
         from .._runtime.allocator import training_allocations
         from .._runtime.device import resolve_device
@@ -383,11 +382,11 @@ class BaseADMTransformer(
                     autoencoder, leader = result.model, result.best_init
                     self.n_iter_, self.history_ = result.n_iter, result.history
                 else:  # a model solved once, on the first batch
-                    autoencoder, leader = stream.autoencoder, 0
+                    autoencoder, leader = copy.deepcopy(stream.autoencoder), 0
                     self.n_iter_, self.history_ = 1, []
                 stream.moments = Moments.of(X).merge(stream.moments)
                 self._store_fitted(
-                    copy.deepcopy(autoencoder).cpu(),
+                    autoencoder.cpu(),  # a copy: the stream's game goes on
                     leader,
                     stream.moments,
                     stream.mean,

@@ -79,8 +79,8 @@ class AdversarialGame:
         self.confirmation.open(self)
         self.history = History()
         self.n_iter, self.leader, self.val_terms = 0, 0, None
-        self.opened, self.converged, self.diverged = False, False, False
-        self.start = self.last_good = None
+        self.converged, self.diverged = False, False
+        self.start = self.last_good = None  # the averaged encoder's state at open, and since
 
     def __getstate__(self):
         """A generator is pickled as its device and state (torch's pickling of generators
@@ -229,17 +229,14 @@ class AdversarialGame:
         (:func:`~sklearn_adm.game._history.warn_game_outcome`).
         """
         s = self.settings
-        if not self.opened:
+        if self.start is None:  # not opened yet
             self.open(X_train, X_val, desc)
         self.diverged, played = False, 0
-        total = s.max_iter if steps is None else steps
-        progress = tqdm(total=total, desc=desc, disable=s.verbose < 1, leave=False)
+        budget = s.max_iter - self.n_iter if steps is None else steps
+        progress = tqdm(total=budget, desc=desc, disable=s.verbose < 1, leave=False)
         try:
-            while (
-                played < steps
-                if steps is not None
-                else not self.converged and self.n_iter < s.max_iter
-            ):
+            # a budget of steps is played whatever the rules read
+            while played < budget and not (steps is None and self.converged):
                 if not self.step(X_train, X_val):
                     break
                 played += 1
@@ -269,7 +266,6 @@ class AdversarialGame:
     def open(self, X_train, X_val, desc="ADM"):
         """Warm the critic up on the starts as they are; a stopping rule that reads the start
         (``reads_start``) may end the game before its first update."""
-        self.opened = True
         self._train_critic(X_train, self.settings.warmup_steps)
         if any(rule.reads_start for rule in self.stopping):
             objective, val_terms, codes, criterion = self._evaluate(X_val)

@@ -4,7 +4,7 @@ From :data:`ASYMPTOTIC_ROWS` rows, ``DependenceScorer("dcor").test(X, Y, Z=Z)``:
 
 1. predicts X and Y from Z by the kernel ridge regression of
    :func:`~sklearn_adm.independence._conditional.smooth_regression`, fitted on some
-   thousands of the rows (:func:`residuals_given`);
+   thousands of the rows (:meth:`GroupedConditioning.residuals`);
 2. orders the rows along Z (by one column, by value, or along a Morton curve of the
    columns' quantiles) and cuts them into groups of about :data:`GROUP_ROWS` rows of nearly
    equal Z (:func:`groups_along`);
@@ -62,30 +62,6 @@ _SAMPLE_ROWS = 4096
 #: p-values below this are reported as Chernoff's bound, an upper bound of the p-value
 #: (Imhof's integral loses its accuracy there)
 _SMALLEST_P = 1e-8
-
-
-def residuals_given(A, Z, random_state, basis=None):
-    """``A`` less its prediction from ``Z`` by :func:`smooth_regression`, fitted on
-    ``max(FIT_ROWS, n // FIT_SHARE)`` rows drawn at random (``WIDE_FIT_SHARE`` for a wide
-    Z; ``basis``: the
-    :func:`fit_basis` of ``Z`` for these rows, where kept). Under conditional independence
-    the residuals of X and of Y stay independent given Z: each is a function of its own
-    sample and of Z."""
-    basis = fit_basis(Z, random_state) if basis is None else basis
-    fit = _fit_rows(*Z.shape, random_state)
-    predict = basis.regression(A[fit], select_rows=SELECT_ROWS)
-    residuals = A - predict(Z)
-    # a column that Z predicts to its rounding (a constant one) has no residual: what is
-    # left is rounding, which standardising would blow up
-    exact = _centred_and_spread(residuals)[1] <= 1e-10 * np.abs(A).max(axis=0)
-    residuals[:, exact] = 0
-    return residuals
-
-
-def fit_basis(Z, random_state):
-    """The :class:`~sklearn_adm.independence._conditional.SmoothBasis` of the rows of ``Z``
-    that :func:`residuals_given` fits on."""
-    return SmoothBasis(Z[_fit_rows(*Z.shape, random_state)], random_state, FIT_LANDMARKS)
 
 
 def _fit_rows(n, columns, random_state):
@@ -300,13 +276,33 @@ class GroupedConditioning:
         self._sizes = np.bincount(self.groups)
         self._starts = np.cumsum(self._sizes) - self._sizes
         self.z_of_group = self._of_group(_standardized(self.Z))
-        self._basis = None  # the regressions' SmoothBasis, made at the first
+        # the rows the regressions fit on, and their SmoothBasis, made at the first
+        self._fit = self._basis = None
 
     @property
     def nbytes(self):
         """Bytes of the arrays kept."""
         arrays = (self.order, self.groups, self.Z, self.z_of_group, self._sizes, self._starts)
-        return sum(a.nbytes for a in arrays) + (self._basis.nbytes if self._basis else 0)
+        kept = sum(a.nbytes for a in arrays)
+        return kept + (self._fit.nbytes + self._basis.nbytes if self._basis else 0)
+
+    def residuals(self, A):
+        """``A`` (rows in the order along Z) less its prediction from Z by
+        :func:`~sklearn_adm.independence._conditional.smooth_regression`, fitted on
+        ``max(FIT_ROWS, n // FIT_SHARE)`` rows drawn at random (``WIDE_FIT_SHARE`` for a wide
+        Z), on a basis made at the first call and kept. Under conditional independence the
+        residuals of X and of Y stay independent given Z: each is a function of its own
+        sample and of Z."""
+        if self._basis is None:
+            self._fit = _fit_rows(*self.Z.shape, self.random_state)
+            self._basis = SmoothBasis(self.Z[self._fit], self.random_state, FIT_LANDMARKS)
+        predict = self._basis.regression(A[self._fit], select_rows=SELECT_ROWS)
+        residuals = A - predict(self.Z)
+        # a column that Z predicts to its rounding (a constant one) has no residual: what is
+        # left is rounding, which standardising would blow up
+        exact = _centred_and_spread(residuals)[1] <= 1e-10 * np.abs(A).max(axis=0)
+        residuals[:, exact] = 0
+        return residuals
 
     def _of_group(self, A):
         """Each row's group's mean of ``A``."""
@@ -318,9 +314,7 @@ class GroupedConditioning:
         split into the first ``split`` columns and the others where given."""
         with one_thread():
             A = A[self.order]
-            if self._basis is None:
-                self._basis = fit_basis(self.Z, self.random_state)
-            residuals = residuals_given(A, self.Z, self.random_state, self._basis)
+            residuals = self.residuals(A)
             # Within a group only the residuals vary: beside them, the residuals with the
             # group's mean Z, and each sample rebuilt from its residuals and the group's
             # mean prediction (X = f(Z) + e keeps Z's part and e's at one frequency, as a
