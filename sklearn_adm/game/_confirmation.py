@@ -6,6 +6,7 @@ import copy
 import torch
 
 from ..nn._training import row_errors, train_critic
+from ._policy import Decision, Policy
 
 #: training rows, at most, on whose codes the confirming critics train
 CONFIRMATION_ROWS = 8192
@@ -13,7 +14,7 @@ CONFIRMATION_ROWS = 8192
 CONFIRMATION_Z = 2.0
 
 
-class FreshCriticConfirmation:
+class FreshCriticConfirmation(Policy):
     """Keep the game's result only where a critic that did not play finds less dependence on
     the held-out rows in it than in the start.
 
@@ -23,7 +24,8 @@ class FreshCriticConfirmation:
     held-out rows for gradient-boosted trees and for a new critic alike, while its own critic
     read less. The judgement (:meth:`judge`) runs at the first held-out evaluation, and a
     game it does not confirm stops there (on the docstrings and digits, every game so judged
-    at update 10 was judged so at its end too); it runs again on the result (:meth:`finish`).
+    at update 10 was judged so at its end too); it runs again on the result, and a result
+    it does not confirm gives way to the start.
 
     Parameters
     ----------
@@ -42,28 +44,24 @@ class FreshCriticConfirmation:
         """Keep the critic as it is before it plays: the judges are copies of it."""
         self.untrained_critic = copy.deepcopy(game.critic)
 
-    def after_evaluation(self, game, X_train, X_val):
-        """At the first held-out evaluation, judge the game's averaged encoder. Returns the
-        decision the game applies: whether to stop (a game not confirmed), and the readings
-        for its history."""
-        if game.n_iter != game.settings.eval_every or game.converged or game.diverged:
-            return False, {}
+    def decide(self, evaluation):
+        """At the first held-out evaluation, judge the game's averaged encoder: a game not
+        confirmed stops. On the game's result (``evaluation.encoder``), judge it again where
+        the first judgement confirmed it: a result not confirmed gives way to the start."""
+        game, (X_train, X_val) = evaluation.game, evaluation.data
+        if evaluation.encoder is not None:
+            if evaluation.n_iter == 0 or game.diverged:
+                return Decision()
+            confirmed, readings = self.verdict is not False, {}
+            if confirmed:
+                start = game.start_encoder()
+                confirmed, readings = self.judge(game, evaluation.encoder, start, X_train, X_val)
+            return Decision(restore_start=not confirmed, readings=readings)
+        if evaluation.n_iter != game.settings.eval_every or evaluation.stop:
+            return Decision()
         average = game.finished(copy.deepcopy(game.average.module))
         self.verdict, readings = self.judge(game, average, game.start_encoder(), X_train, X_val)
-        return not self.verdict, readings
-
-    def finish(self, game, encoder, X_train, X_val):
-        """``encoder`` (finished), or the start's state loaded into it where it is not
-        confirmed; and the readings for the game's history."""
-        if game.n_iter == 0 or game.diverged:
-            return encoder, {}
-        start = game.start_encoder()
-        confirmed, readings = self.verdict is not False, {}
-        if confirmed:
-            confirmed, readings = self.judge(game, encoder, start, X_train, X_val)
-        if not confirmed:
-            encoder.load_state_dict(start.state_dict())
-        return encoder, readings
+        return Decision(stop=not self.verdict, readings=readings)
 
     def judge(self, game, encoder, start, X_train, X_val):
         """Whether a critic that did not play finds less dependence on the held-out rows in
@@ -111,15 +109,9 @@ class FreshCriticConfirmation:
         return confirmed, readings
 
 
-class NoConfirmation:
+class NoConfirmation(Policy):
     """Keep the game's result as it is."""
 
-    def open(self, game):
-        """Nothing to keep."""
-
-    def after_evaluation(self, game, X_train, X_val):
-        """Nothing to judge: no stop, no readings."""
-        return False, {}
-
-    def finish(self, game, encoder, X_train, X_val):
-        return encoder, {}
+    def decide(self, evaluation):
+        """Nothing to judge."""
+        return Decision()

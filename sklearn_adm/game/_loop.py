@@ -25,6 +25,7 @@ iterates, as in GAN training, which settles the jitter that the adversary keeps 
 """
 
 import copy
+import dataclasses
 
 import torch
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
@@ -36,8 +37,8 @@ from ..nn._critic_step import dependence_gradient
 from ..nn._optim import CriticAdam
 from ..nn._training import CriticUpdates, calibrate
 from ._history import History
+from ._policy import Evaluation
 from ._settings import GameResult
-from ._stopping import Evaluation
 
 
 class AdversarialGame:
@@ -55,8 +56,10 @@ class AdversarialGame:
     settings : GameSettings
         The game's numbers.
     policies : GamePolicies
-        When it stops, which start leads and plays on, and whether a critic that did not play
-        must confirm the result; each estimator chooses them (``_game_policies``).
+        Which start leads and plays on, when it stops, and whether a critic that did not play
+        must confirm the result; each estimator chooses them (``_game_policies``). Each reads
+        the held-out evaluations and returns a decision that the game applies
+        (:mod:`~sklearn_adm.game._policy`).
     generator : torch.Generator
         Draws the minibatches; seeded by the estimator's ``random_state``.
     """
@@ -65,9 +68,9 @@ class AdversarialGame:
         self.autoencoder = autoencoder
         self.critic = critic
         self.settings = settings
-        self.stopping = policies.stopping
-        self.selection = policies.selection
         self.confirmation = policies.confirmation
+        # read in this order: the leader the rules read is the selection's
+        self.policies = (policies.selection, *policies.stopping, policies.confirmation)
         self.generator = generator
         device = next(critic.parameters()).device
         self.encoder_optimizer = autoencoder.make_optimizer(settings.learning_rate, device)
@@ -76,7 +79,8 @@ class AdversarialGame:
         )
         self.alpha = torch.ones(critic.n_features, device=device)
         self.critic_update = self._critic_updates(device)
-        self.confirmation.open(self)
+        for policy in self.policies:
+            policy.open(self)
         self.history = History()
         self.n_iter, self.leader, self.val_terms = 0, 0, None
         self.converged, self.diverged = False, False
@@ -195,9 +199,8 @@ class AdversarialGame:
             _cut_state(critic_state, lambda length: keep if length == n_init else rows)
         )
         self.history.keep_starts(keep)
-        for rule in self.stopping:
-            rule.keep_starts(keep, n_init)
-        self.selection.keep_starts(keep)
+        for policy in self.policies:
+            policy.keep_starts(keep, n_init)
 
     def _train_critic(self, X_train, steps):
         """``steps`` critic updates against the encoder as it stands; the codes of ``critic_steps``
@@ -264,26 +267,27 @@ class AdversarialGame:
         )
 
     def open(self, X_train, X_val, desc="ADM"):
-        """Warm the critic up on the starts as they are; a stopping rule that reads the start
+        """Warm the critic up on the starts as they are; a policy that reads the start
         (``reads_start``) may end the game before its first update."""
         self._train_critic(X_train, self.settings.warmup_steps)
-        if any(rule.reads_start for rule in self.stopping):
-            objective, val_terms, codes, criterion = self._evaluate(X_val)
+        policies = [policy for policy in self.policies if policy.reads_start]
+        if policies:
+            objective, terms, codes, criterion = self._evaluate(X_val)
             self.leader = int(criterion.argmin())
-            evaluation = self._reading(0, objective, val_terms, codes, X_val)
-            rules = [rule for rule in self.stopping if rule.reads_start]
-            self.converged, readings = _read_rules(rules, evaluation)
+            evaluation = self._reading(0, objective, terms, codes, criterion, X_train, X_val)
+            evaluation, readings = self._decide(policies, evaluation, X_val)
+            self.converged = evaluation.stop
             if self.converged:
-                self.history.evaluation(0, objective, val_terms, **readings)
+                self.history.evaluation(0, evaluation.objective, evaluation.terms, **readings)
                 if self.settings.verbose:
                     tqdm.write(f"{desc}: the held-out critic finds no dependence left; no update.")
         self.last_good = self.start = copy.deepcopy(self.average.module.state_dict())
 
     def step(self, X_train, X_val):
-        """One update (Algorithm 1's), and every ``eval_every`` updates the held-out evaluation
-        (:meth:`_evaluation`), which the start selection, the stopping rules and the
-        confirmation read. Returns False, with the averaged encoder of the last evaluation
-        restored and ``diverged`` set, where the update diverged."""
+        """One update (Algorithm 1's), and every ``eval_every`` updates the held-out evaluation,
+        which the policies read in turn (:meth:`_decide`). Returns False, with the averaged
+        encoder of the last evaluation restored and ``diverged`` set, where the update
+        diverged."""
         s = self.settings
         self.n_iter += 1
         values = self._update(X_train, self.n_iter)
@@ -294,16 +298,32 @@ class AdversarialGame:
         self.history.update(self.n_iter, values)
         if self.n_iter % s.eval_every and self.n_iter != s.max_iter:
             return True
-        objective, self.val_terms, codes = self._evaluation(X_val, self.n_iter)
-        evaluation = self._reading(self.n_iter, objective, self.val_terms, codes, X_val)
-        self.converged, readings = _read_rules(self.stopping, evaluation)
-        self.history.evaluation(self.n_iter, objective, self.val_terms, **readings)
+        evaluation = self._reading(self.n_iter, *self._evaluate(X_val), X_train, X_val)
+        evaluation, readings = self._decide(self.policies, evaluation, X_val)
+        self.converged, self.val_terms = evaluation.stop, evaluation.terms
+        self.history.evaluation(self.n_iter, evaluation.objective, evaluation.terms, **readings)
         self.last_good = copy.deepcopy(self.average.module.state_dict())
-        stop, readings = self.confirmation.after_evaluation(self, X_train, X_val)
-        self.converged = self.converged or stop
-        if readings:
-            self.history.note(**readings)
         return True
+
+    def _decide(self, policies, evaluation, X_val):
+        """Hand ``evaluation`` to each of ``policies`` in turn and apply its decision before
+        the next one reads: the starts kept play on alone and are evaluated again, the leader
+        is the one decided, and the game stops where any policy says so. Returns the last
+        evaluation, which says whether to stop, and all the readings for the history."""
+        readings = {}
+        for policy in policies:
+            decision = policy.decide(evaluation)
+            if decision.keep is not None:
+                self._narrow(decision.keep)
+                again = self._reading(evaluation.n_iter, *self._evaluate(X_val), *evaluation.data)
+                evaluation = dataclasses.replace(again, stop=evaluation.stop)
+            if decision.leader is not None:
+                self.leader = decision.leader
+            evaluation = dataclasses.replace(
+                evaluation, leader=self.leader, stop=evaluation.stop or decision.stop
+            )
+            readings.update(decision.readings)
+        return evaluation, readings
 
     def absorb(self, X, seed):
         """Let the starts absorb a stream's new batch ``X`` (their draws seeded by ``seed``:
@@ -314,13 +334,20 @@ class AdversarialGame:
             self.autoencoder.absorb(X)
 
     def result(self, encoder, X_train, X_val):
-        """``encoder`` given the averaged encoder's state as it stands, finished and confirmed:
-        the game's result, or, on a copy of ``average.module``, a model to use while the game
-        goes on."""
+        """``encoder`` given the averaged encoder's state as it stands, finished and read by the
+        confirmation: the game's result, or, on a copy of ``average.module``, a model to use
+        while the game goes on."""
         encoder.load_state_dict(self.average.module.state_dict())
-        encoder, readings = self.confirmation.finish(self, self.finished(encoder), X_train, X_val)
-        if readings:
-            self.history.note(**readings)
+        encoder = self.finished(encoder)
+        final = Evaluation(
+            self.n_iter, None, None, None, self.leader, self.autoencoder.n_init, None, None,
+            game=self, data=(X_train, X_val), encoder=encoder,
+        )
+        decision = self.confirmation.decide(final)
+        if decision.restore_start:
+            encoder.load_state_dict(self.start_encoder().state_dict())
+        if decision.readings:
+            self.history.note(**decision.readings)
         return encoder
 
     def finished(self, encoder):
@@ -343,21 +370,8 @@ class AdversarialGame:
         loss, terms = self._encoder_step(X_train)
         return torch.stack([loss, *terms])
 
-    def _evaluation(self, X_val, n_iter):
-        """The held-out evaluation after update ``n_iter``: the start selection records it and
-        may let the leading starts alone play on. Returns the objective, the terms and the
-        stopping codes (of the starts kept)."""
-        objective, val_terms, codes, criterion = self._evaluate(X_val)
-        self.selection.record(criterion)
-        keep = self.selection.to_keep(n_iter, criterion, objective)
-        if keep is not None:
-            self._narrow(keep)
-            objective, val_terms, codes, _ = self._evaluate(X_val)
-        self.leader = self.selection.leader()
-        return objective, val_terms, codes
-
-    def _reading(self, n_iter, objective, terms, codes, X_val):
-        """The :class:`~sklearn_adm.game._stopping.Evaluation` the stopping rules read."""
+    def _reading(self, n_iter, objective, terms, codes, criterion, X_train, X_val):
+        """The :class:`~sklearn_adm.game._policy.Evaluation` the policies read."""
         n_init = self.autoencoder.n_init
         return Evaluation(
             n_iter=n_iter,
@@ -368,18 +382,10 @@ class AdversarialGame:
             n_init=n_init,
             n_rows=len(X_val),
             n_features=self.critic.n_features // n_init,
+            criterion=criterion,
+            game=self,
+            data=(X_train, X_val),
         )
-
-
-def _read_rules(rules, evaluation):
-    """Whether one of the stopping ``rules`` says the game has converged at ``evaluation``,
-    and all their readings for the history."""
-    converged, readings = False, {}
-    for rule in rules:
-        stop, reading = rule.update(evaluation)
-        converged = converged or stop
-        readings.update(reading)
-    return converged, readings
 
 
 class _MovingAverage:

@@ -2,8 +2,10 @@
 
 import torch
 
+from ._policy import Decision, Policy
 
-class StartSelection:
+
+class StartSelection(Policy):
     """Ranks the starts by their held-out criterion and, on a schedule, lets the leading
     ones alone play on.
 
@@ -26,15 +28,18 @@ class StartSelection:
         self.window, self.narrowing, self.narrow_by = window, dict(narrowing), narrow_by
         self.criteria = []  # the last ``window`` evaluations' criteria, ``(n_init,)`` each
 
-    def record(self, criterion):
-        """Add an evaluation's criterion (the objective plus the selection penalty)."""
+    def decide(self, evaluation):
+        """Record the evaluation's criterion; decide the starts that play on (where the
+        schedule narrows them) and the leader among them: the start of the least mean
+        criterion (the first, among equals)."""
+        criterion = evaluation.criterion
         self.criteria = [*self.criteria, criterion][-self.window :]
+        keep = self._to_keep(evaluation.n_iter, criterion, evaluation.objective)
+        kept = self.criteria if keep is None else [c[keep] for c in self.criteria]
+        leader = int(torch.stack(kept).mean(dim=0).argsort(stable=True)[0])
+        return Decision(keep=keep, leader=leader)
 
-    def leader(self):
-        """The start of the least mean criterion (the first, among equals)."""
-        return int(torch.stack(self.criteria).mean(dim=0).argsort(stable=True)[0])
-
-    def to_keep(self, n_iter, criterion, objective):
+    def _to_keep(self, n_iter, criterion, objective):
         """The starts that play on after update ``n_iter``, in the order of their rank, or
         None where all of them do."""
         n_init = len(criterion)
@@ -47,5 +52,5 @@ class StartSelection:
             ranking = torch.stack(self.criteria).mean(dim=0).argsort(stable=True)
         return ranking[:keep].tolist()
 
-    def keep_starts(self, keep):
+    def keep_starts(self, keep, n_init):
         self.criteria = [criterion[keep] for criterion in self.criteria]

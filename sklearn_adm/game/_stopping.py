@@ -1,42 +1,19 @@
-"""When the game stops, and what it keeps of each update: the stopping rules, each reading the
-held-out evaluations, and the history that ``history_`` is read from.
-
-A stopping rule has ``update(evaluation)``, which records an :class:`Evaluation` and returns
-whether the game has converged and the readings the history keeps, and
-``keep_starts(keep, n_init)``, called when only the starts ``keep`` play on. A rule whose
-``reads_start`` is true also reads the evaluation before the first update (``n_iter == 0``).
-An estimator passes the game a tuple of rules; the game stops when one of them says so.
+"""When the game stops: the stopping rules, each a :class:`~._policy.Policy` that reads the
+held-out evaluations and decides whether the game has converged, with readings for the
+history. An estimator passes the game a tuple of rules; the game stops when one of them says
+so.
 """
 
 import math
-from dataclasses import dataclass
 
 import torch
+
+from ._policy import Decision, Policy
 
 #: standard deviations above independence's mean at which a held-out estimate is dependence
 _NOISE_SIGMAS = 3.0
 #: share of tol under which the change over half the window counts as converged
 _HALF_WINDOW_SHARE = 1 / 32
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    """One held-out evaluation, as the stopping rules read it."""
-
-    #: encoder updates so far (0: before the first)
-    n_iter: int
-    #: each start's held-out objective, ``(n_init,)``
-    objective: torch.Tensor
-    #: each start's held-out reconstruction, critic MSE and variance penalty, ``(n_init,)`` each
-    terms: tuple
-    #: the held-out codes whose change :class:`RepresentationChange` measures
-    codes: torch.Tensor
-    #: the leading start
-    leader: int
-    n_init: int
-    #: held-out rows, and features of one start (the critic's MSE is their mean)
-    n_rows: int
-    n_features: int
 
 
 def within_noise(critic_mse, n_rows, n_features):
@@ -52,20 +29,18 @@ def within_noise(critic_mse, n_rows, n_features):
     return excess <= n_features / 2 + _NOISE_SIGMAS * math.sqrt(1.25 * n_features)
 
 
-class RepresentationChange:
+class RepresentationChange(Policy):
     """Converged when the leading start's held-out codes changed by less than ``tol``,
     relative to their variance, over the last ``n_iter_no_change`` updates, or by less than
     ``_HALF_WINDOW_SHARE * tol`` over the last half of them: a game that has stopped moving
     need not wait out the whole window to show it."""
 
-    reads_start = False
-
     def __init__(self, tol, n_iter_no_change, eval_every):
         self.tol, self.n_iter_no_change, self.eval_every = tol, n_iter_no_change, eval_every
         self.snapshots = []  # (iteration, codes of every start)
 
-    def update(self, evaluation):
-        """Record an evaluation; return whether training has converged, and the changes
+    def decide(self, evaluation):
+        """Record an evaluation; stop where training has converged. Readings: the changes
         over the window and over its last half."""
         n_iter, codes = evaluation.n_iter, evaluation.codes
         leader, n_init = evaluation.leader, evaluation.n_init
@@ -75,7 +50,7 @@ class RepresentationChange:
         kept = window // self.eval_every
         self.snapshots = [*self.snapshots[-kept:], (n_iter, codes)]
         converged = change < self.tol or half < _HALF_WINDOW_SHARE * self.tol
-        return converged, {"val_change": change, "val_change_half": half}
+        return Decision(stop=converged, readings={"val_change": change, "val_change_half": half})
 
     def _change(self, since, codes, leader, n_init):
         """Squared change of the leader's codes since iteration ``since``, relative to its
@@ -96,41 +71,36 @@ class RepresentationChange:
         ]
 
 
-class ObjectivePlateau:
+class ObjectivePlateau(Policy):
     """Converged when the leading start's held-out objective has not fallen by ``tol`` over
     the last ``n_iter_no_change`` updates."""
-
-    reads_start = False
 
     def __init__(self, tol, n_iter_no_change):
         self.tol, self.n_iter_no_change = tol, n_iter_no_change
         self.best, self.best_at = math.inf, 0
 
-    def update(self, evaluation):
-        """Record an evaluation; return whether training has converged, and the updates since
-        the objective last fell by ``tol`` (``val_updates_without_improvement``)."""
+    def decide(self, evaluation):
+        """Record an evaluation; stop where training has converged. Reading: the updates
+        since the objective last fell by ``tol`` (``val_updates_without_improvement``)."""
         n_iter = evaluation.n_iter
         value = float(evaluation.objective[evaluation.leader])
         if value < self.best - self.tol:
             self.best, self.best_at = value, n_iter
         waited = n_iter - self.best_at
-        return waited >= self.n_iter_no_change, {"val_updates_without_improvement": waited}
+        return Decision(
+            stop=waited >= self.n_iter_no_change,
+            readings={"val_updates_without_improvement": waited},
+        )
 
-    def keep_starts(self, keep, n_init):
-        """The objective's record is the leader's alone: nothing to cut."""
 
-
-class IndependenceReached:
+class IndependenceReached(Policy):
     """Converged, before the first update too, when the leading start's held-out critic
     finds no more dependence than independence gives (:func:`within_noise`): a game has
     nothing left to remove (the reading ``independent``)."""
 
     reads_start = True
 
-    def update(self, evaluation):
+    def decide(self, evaluation):
         critic_mse = evaluation.terms[1][evaluation.leader]
         independent = within_noise(critic_mse, evaluation.n_rows, evaluation.n_features)
-        return independent, {"independent": independent}
-
-    def keep_starts(self, keep, n_init):
-        """Nothing recorded: nothing to cut."""
+        return Decision(stop=independent, readings={"independent": independent})
