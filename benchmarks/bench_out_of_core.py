@@ -5,8 +5,8 @@ IncrementalPCA (the peer a user would pick for data of this size), in one run.
 
     python benchmarks/make_large_embeddings.py --rows 4000000 --out /tmp/emb.npy
     python benchmarks/bench_out_of_core.py /tmp/emb.npy [--n-components 32]
-        [--arrays memmap from_array npy_stack zarr delayed cluster cluster-zarr]
-        [--tasks pica ica ...]
+        [--arrays memmap from_array npy_stack zarr zarr-raw delayed cluster cluster-zarr]
+        [--tasks pica ica ...] [--chunk-rows 100000 ...]
         [--partial-rows 400000] [--judge]
 
 Each (array, task) runs in a fresh process that reports its seconds, its peak resident
@@ -16,7 +16,10 @@ process really holds), and the same of building the array. A task fits (PICA, IC
 NonlinearPICA: ``fit`` then ``transform`` of every row into memory, whose output is
 printed; ``*-partial``: ``partial_fit`` of the first ``--partial-rows`` rows, one pass of
 the game over them), or scores (``DependenceScorer("dcor")`` and ``("adm")``, defaults).
-The npy stack and the Zarr store (``pip install zarr``) are written next to the file once.
+The npy stack and the Zarr stores (``pip install zarr``; ``zarr`` compressed by Zarr's
+default codec, ``zarr-raw`` not) are written next to the file once per ``--chunk-rows``;
+each array is read in chunks of that many rows, and the table gives the chunk's size and
+the bound that issue #94 sets on the anonymous memory: 1 GB plus two chunks.
 For ``cluster``, the npy stack is persisted on the workers (as memory maps), for
 ``cluster-zarr`` the Zarr store (decoded, in the workers' memory), and the peak anonymous
 memory during the task of the worker that exceeded its chunks most is printed beside its
@@ -66,16 +69,20 @@ def _rss_anon():
     return int(line.split()[1]) * 1024 / 1e9
 
 
-def _stores(path):
-    """The npy stack and the Zarr store of ``path``, written once, a chunk at a time."""
+def _stores(path, chunk_rows):
+    """The npy stack and the Zarr stores (compressed and not) of ``path`` in chunks of
+    ``chunk_rows``, written once, a chunk at a time."""
     import dask.array as da
 
-    stack, store = path[: -len(".npy")] + "_stack", path[: -len(".npy")] + ".zarr"
+    base = f"{path[: -len('.npy')]}_{chunk_rows}"
+    stack, store, raw = base + "_stack", base + ".zarr", base + "_raw.zarr"
     if not os.path.exists(stack):
-        da.to_npy_stack(stack, npy_as_dask(path))
+        da.to_npy_stack(stack, npy_as_dask(path, chunk_rows))
     if not os.path.exists(store):
-        npy_as_dask(path).to_zarr(store)
-    return stack, store
+        npy_as_dask(path, chunk_rows).to_zarr(store)
+    if not os.path.exists(raw):
+        npy_as_dask(path, chunk_rows).to_zarr(raw, compressors=None)
+    return stack, store, raw
 
 
 def npy_as_dask(path, chunk_rows=_CHUNK_ROWS):
@@ -97,19 +104,21 @@ def _rows(path, start, stop):
     return np.load(path, mmap_mode="r")[start:stop]
 
 
-def build(kind, path):
+def build(kind, path, chunk_rows):
     import dask.array as da
 
-    stack, store = _stores(path)
+    stack, store, raw = _stores(path, chunk_rows)
     if kind == "memmap":
         return np.load(path, mmap_mode="r")
     if kind == "from_array":
-        return da.from_array(np.load(path, mmap_mode="r"), chunks=(_CHUNK_ROWS, -1))
+        return da.from_array(np.load(path, mmap_mode="r"), chunks=(chunk_rows, -1))
     if kind in ("npy_stack", "cluster"):
         return da.from_npy_stack(stack)
     if kind in ("zarr", "cluster-zarr"):
         return da.from_zarr(store)
-    return npy_as_dask(path)
+    if kind == "zarr-raw":
+        return da.from_zarr(raw)
+    return npy_as_dask(path, chunk_rows)
 
 
 def run_task(task, X, n_components, partial_rows, seed):
@@ -178,7 +187,7 @@ def child(args):
     warnings.simplefilter("ignore")
     with PeakAnonymous() as building:
         start = time.perf_counter()
-        X = build(args.child_array, args.path)
+        X = build(args.child_array, args.path, args.chunk_rows[0])
         build_seconds = time.perf_counter() - start
     report = {"build_seconds": build_seconds, "build_anon_gb": building.peak}
     if args.child_array.startswith("cluster"):
@@ -216,6 +225,7 @@ def main():
     parser.add_argument("--partial-rows", type=int, default=400_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--judge", action="store_true")
+    parser.add_argument("--chunk-rows", type=int, nargs="+", default=[_CHUNK_ROWS])
     parser.add_argument(
         "--arrays",
         nargs="+",
@@ -232,18 +242,22 @@ def main():
     if args.child_array:
         return child(args)
     shape = np.load(args.path, mmap_mode="r").shape
-    _stores(args.path)
     print(f"{args.path}: {shape[0]:,} x {shape[1]} float32, {args.n_components} components")
     print(
-        f"{'array':11s} {'task':13s} {'build s':>7s} {'anon GB':>7s} {'task s':>7s} "
-        f"{'transform s':>11s} {'output GB':>9s} {'anon GB':>7s} {'RSS GB':>6s}  other"
+        f"{'array':11s} {'chunk MB':>8s} {'task':13s} {'build s':>7s} {'anon GB':>7s} "
+        f"{'task s':>7s} {'transform s':>11s} {'output GB':>9s} {'anon GB':>7s} {'bound':>6s} "
+        f"{'RSS GB':>6s}  other"
     )
-    runs = [("memmap", "ipca")] + [(a, t) for a in args.arrays for t in args.tasks]
-    for array, task in runs:
+    runs = [("memmap", "ipca", _CHUNK_ROWS)] + [
+        (a, t, rows) for rows in args.chunk_rows for a in args.arrays for t in args.tasks
+    ]
+    for array, task, chunk_rows in runs:
+        _stores(args.path, chunk_rows)
+        chunk_gb = chunk_rows * shape[1] * 4 / 1e9
         command = [sys.executable, __file__, args.path, "--child-array", array]
         command += ["--child-task", task, "--n-components", str(args.n_components)]
         command += ["--partial-rows", str(args.partial_rows), "--seed", str(args.seed)]
-        command += ["--judge"] if args.judge else []
+        command += ["--chunk-rows", str(chunk_rows)] + (["--judge"] if args.judge else [])
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode:
             print(f"{array:11s} {task:13s} failed: {done.stderr.strip().splitlines()[-1]}")
@@ -254,10 +268,10 @@ def main():
             anon, chunks = r["worker_anon_gb"], r["worker_chunks_gb"]
             other.append(f"worker {anon:.2f} GB, its chunks {chunks:.2f} GB")
         print(
-            f"{array:11s} {task:13s} {r['build_seconds']:7.1f} {r['build_anon_gb']:7.2f} "
-            f"{r['seconds']:7.1f} {r.get('transform_seconds', 0):11.1f} "
-            f"{r.get('output_gb', 0):9.2f} {r['anon_gb']:7.2f} {r['rss_gb']:6.2f}  "
-            + ", ".join(other),
+            f"{array:11s} {chunk_gb * 1e3:8.0f} {task:13s} {r['build_seconds']:7.1f} "
+            f"{r['build_anon_gb']:7.2f} {r['seconds']:7.1f} {r.get('transform_seconds', 0):11.1f} "
+            f"{r.get('output_gb', 0):9.2f} {r['anon_gb']:7.2f} {1 + 2 * chunk_gb:6.2f} "
+            f"{r['rss_gb']:6.2f}  " + ", ".join(other),
             flush=True,
         )
 

@@ -47,6 +47,19 @@ def _is_dask_array(X):
     return type(X).__module__.split(".")[:2] == ["dask", "array"] and hasattr(X, "chunks")
 
 
+def _decodes_here(X, decoded_rows):
+    """Whether reading ``X``'s chunks decodes them whole in this process: a storage that
+    decodes whole chunks (``decoded_rows``), computed by Dask's threaded or synchronous
+    scheduler, not on a cluster's workers. Such reads go a chunk at a time: decoding a Zarr
+    chunk takes two to three times its size while it lasts."""
+    import dask.local
+    import dask.threaded
+    from dask.base import get_scheduler
+
+    local = get_scheduler(collections=[X]) in (dask.threaded.get, dask.local.get_sync)
+    return decoded_rows is not None and local
+
+
 #: the construction of a Dask array over a ``.npy`` file that reads it where each chunk is
 #: computed, without a copy (the guide's "Data beyond memory" shows it too)
 NPY_AS_DASK = """\
@@ -321,38 +334,62 @@ class ChunkedArray:
             yield from np.array_split(rows, parts)
 
     def take(self, rows):
-        """The rows ``rows`` (sorted indices), a block at a time."""
+        """The rows ``rows`` (sorted indices, repeats allowed), a block at a time (a chunk at
+        a time where the chunks are decoded here: :func:`_decodes_here`)."""
         rows = np.asarray(rows)
-        if self.is_dask:
+        if self.is_dask and not _decodes_here(self.X, self.decoded_rows):
             return np.asarray(self.X[rows].compute())
         parts = []
         for start, stop in zip(self.bounds[:-1], self.bounds[1:], strict=True):
             inside = rows[(rows >= start) & (rows < stop)]
-            if len(inside):
+            if len(inside) and self.is_dask:  # the chunk whole (a slice reads fastest)
+                parts.append(self.read(start, stop)[inside - start])
+            elif len(inside):
                 parts.append(np.array(self.X[inside]))
                 release_pages(self.X[start:stop])
         return np.concatenate(parts) if parts else np.empty((0, self.shape[1]), self.dtype)
 
     @cached_property
     def moments(self):
-        """The :class:`Moments` of all rows, from one pass over the blocks; a NaN or infinity
-        raises a ``ValueError`` naming its row and block before anything is fitted."""
-        if self.is_dask:
-            from dask import delayed
+        """The :class:`Moments` of all rows, from one pass over the blocks (where the chunks
+        are, or a chunk at a time where they are decoded here, as :meth:`take` reads them);
+        a NaN or infinity raises a ``ValueError`` naming its row and block before anything is
+        fitted."""
+        return self.moments_and_rows(np.empty(0, dtype=np.intp))[0]
 
-            blocks = self.X.to_delayed().ravel()
-            parts = [
-                delayed(Moments.of)(block, int(first))
-                for block, first in zip(blocks, self.bounds[:-1], strict=True)
-            ]
-            while len(parts) > 1:  # a tree of merges, computed where the chunks are
-                pairs = [delayed(_merge_all)(parts[i : i + 2]) for i in range(0, len(parts), 2)]
-                parts = pairs
-            return parts[0].compute()
-        return _merge_all(
-            Moments.of(self.X[start:stop], int(start))
-            for start, stop in zip(self.bounds[:-1], self.bounds[1:], strict=True)
-        )
+    def moments_and_rows(self, rows):
+        """:attr:`moments` and :meth:`take` of ``rows``, from one pass over the blocks where
+        they are read here and the moments are not known yet."""
+        if "moments" in self.__dict__ or (
+            self.is_dask and not _decodes_here(self.X, self.decoded_rows)
+        ):
+            return self._moments_where_the_chunks_are(), self.take(rows)
+        parts, taken = [], []
+        for start, stop in zip(self.bounds[:-1], self.bounds[1:], strict=True):
+            inside = rows[(rows >= start) & (rows < stop)] - start
+            block = self.read(start, stop) if self.is_dask else self.X[start:stop]
+            if len(inside):
+                taken.append(np.array(block[inside]))
+            parts.append(Moments.of(block, int(start)))  # hands a memory map's pages back
+        self.__dict__["moments"] = _merge_all(parts)
+        empty = np.empty((0, self.shape[1]), self.dtype)
+        return self.moments, np.concatenate(taken) if taken else empty
+
+    def _moments_where_the_chunks_are(self):
+        """:attr:`moments` as known, or from a tree of Dask tasks where the chunks are (on a
+        cluster, only ``d x d`` sums travel)."""
+        if "moments" in self.__dict__:
+            return self.moments
+        from dask import delayed
+
+        parts = [
+            delayed(Moments.of)(block, int(first))
+            for block, first in zip(self.X.to_delayed().ravel(), self.bounds[:-1], strict=True)
+        ]
+        while len(parts) > 1:  # a tree of merges, computed where the chunks are
+            parts = [delayed(_merge_all)(parts[i : i + 2]) for i in range(0, len(parts), 2)]
+        self.__dict__["moments"] = parts[0].compute()
+        return self.moments
 
     def map_rows(self, function, n_outputs, dtype):
         """``function`` applied to every block of rows, each giving ``n_outputs`` columns: a

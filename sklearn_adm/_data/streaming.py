@@ -203,10 +203,13 @@ class StreamedRows:
                 low = min(first, n_rows - _WINDOW_ROWS)
                 high = max(low, min(first + chunk, n_rows) - _WINDOW_ROWS)
                 starts = np.sort(rng.integers(low, high + 1, size=_WINDOWS_PER_DECODED_CHUNK))
-            rows = self.source.read(starts[0], starts[-1] + _WINDOW_ROWS)
-            for start in starts:
-                offset = start - starts[0]
-                yield self._training_rows(rows[offset : offset + _WINDOW_ROWS], start, rng)
+            if chunk is None:
+                rows = self.source.read(starts[0], starts[0] + _WINDOW_ROWS)
+            else:  # the windows' rows alone: their span would hold up to a chunk meanwhile
+                offsets = np.arange(_WINDOW_ROWS)
+                rows = self.source.take(np.concatenate([start + offsets for start in starts]))
+            for window, start in zip(np.split(rows, len(starts)), starts, strict=True):
+                yield self._training_rows(window, start, rng)
 
     def _training_rows(self, rows, start, rng):
         """The window ``rows`` read from ``start``, its held-out rows replaced by others of

@@ -459,7 +459,7 @@ class BaseADMTransformer(
             held_out, val_rows = np.empty(0, dtype=np.intp), np.arange(n_samples)
 
         def load():
-            moments = source.moments
+            moments, val_values = source.moments_and_rows(val_rows)
             mean, scale = scaling_from_moments(
                 moments.mean,
                 np.diag(moments.covariance()),
@@ -485,7 +485,7 @@ class BaseADMTransformer(
                 seed,
                 device,
             )
-            val = torch.as_tensor(scale_rows(source.take(val_rows)), device=device)
+            val = torch.as_tensor(scale_rows(val_values), device=device)
             return _TrainingData(train, val, train, mean, scale)
 
         return n_samples - len(held_out), load

@@ -340,8 +340,12 @@ class AdversarialGame:
         encoder.load_state_dict(self.average.module.state_dict())
         encoder = self.finished(encoder)
         final = Evaluation(
-            self.n_iter, None, None, None, self.leader, self.autoencoder.n_init, None, None,
-            game=self, data=(X_train, X_val), encoder=encoder,
+            n_iter=self.n_iter,
+            leader=self.leader,
+            n_init=self.autoencoder.n_init,
+            game=self,
+            data=(X_train, X_val),
+            encoder=encoder,
         )
         decision = self.confirmation.decide(final)
         if decision.restore_start:

@@ -20,18 +20,18 @@ class Evaluation:
 
     #: encoder updates so far (0: before the first)
     n_iter: int
-    #: each start's held-out objective, ``(n_init,)``
-    objective: torch.Tensor
-    #: each start's held-out reconstruction, critic MSE and variance penalty, ``(n_init,)`` each
-    terms: tuple
-    #: the held-out codes whose change :class:`~._stopping.RepresentationChange` measures
-    codes: torch.Tensor
     #: the leading start
     leader: int
     n_init: int
+    #: each start's held-out objective, ``(n_init,)``
+    objective: torch.Tensor = None
+    #: each start's held-out reconstruction, critic MSE and variance penalty, ``(n_init,)`` each
+    terms: tuple = None
+    #: the held-out codes whose change :class:`~._stopping.RepresentationChange` measures
+    codes: torch.Tensor = None
     #: held-out rows, and features of one start (the critic's MSE is their mean)
-    n_rows: int
-    n_features: int
+    n_rows: int = None
+    n_features: int = None
     #: what ranks the starts: the objective plus the autoencoder's selection penalty
     criterion: torch.Tensor = None
     #: whether a policy that read before has decided to stop

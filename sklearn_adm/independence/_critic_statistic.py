@@ -201,14 +201,14 @@ def _streamed_split(source, validation_fraction, seed, device):
     rows in memory."""
     from .._data.streaming import StreamedRows, held_out_rows
 
-    moments = source.moments
     held_out = held_out_rows(len(source), validation_fraction, seed)
+    moments, held_out_values = source.moments_and_rows(held_out)
 
     def scale_rows(rows):
         return (rows.astype(np.float64) / moments.unit - moments.mean).astype(np.float32)
 
     train = StreamedRows(source, held_out, scale_rows, None, seed, device)
-    return train, torch.as_tensor(scale_rows(source.take(held_out)), device=device)
+    return train, torch.as_tensor(scale_rows(held_out_values), device=device)
 
 
 @torch.no_grad()

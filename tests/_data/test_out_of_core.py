@@ -327,21 +327,28 @@ def test_zarr_and_npy_stack_arrays_fit_transform_and_score_as_in_memory(tmp_path
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-def test_a_zarr_array_is_read_eight_windows_a_decoded_chunk(
+def test_a_zarr_array_is_read_a_whole_chunk_at_a_time(
     tmp_path, small_blocks, paper_example, monkeypatch
 ):
-    """Zarr decodes a whole chunk to read any of its rows: the game's reader takes eight
-    windows from each chunk it reads, and the fit keeps the paper's factors x1 and x3 as the
-    same fit from an npy stack (one read a window) does."""
+    """Zarr decodes a whole chunk to read any of its rows, at two to three times its size
+    while it lasts: a fit reads one chunk at a time, never two at once; its moments and
+    held-out rows come from one pass over the chunks, in order; the game's reader takes
+    eight windows from each chunk it reads. The fit keeps the paper's factors x1 and x3 as
+    the same fit from an npy stack (one read a window) does."""
     pytest.importorskip("zarr")
     X = paper_example.astype(np.float32)
     da.from_array(X, chunks=(500, 3)).to_zarr(str(tmp_path / "X.zarr"))
     da.to_npy_stack(tmp_path / "stack", da.from_array(X, chunks=(500, 3)))
-    reads, read = [], ChunkedArray.read
+    reads, reading, read = [], [], ChunkedArray.read
 
     def counted_read(self, start, stop):
-        reads.append(stop - start)
-        return read(self, start, stop)
+        reading.append(start)
+        assert len(reading) == 1, "two reads at once"
+        reads.append((start, stop))
+        try:
+            return read(self, start, stop)
+        finally:
+            reading.pop()
 
     monkeypatch.setattr(ChunkedArray, "read", counted_read)
     fits = {}
@@ -352,8 +359,12 @@ def test_a_zarr_array_is_read_eight_windows_a_decoded_chunk(
         assert ChunkedArray(array).decoded_rows == (500 if name == "zarr" else None)
         reads.clear()
         fits[name] = PICA(2, max_iter=30, random_state=0).fit(array)
-        windows = [size for size in reads if size <= 500]
-        assert windows and all(size > 64 for size in windows) == (name == "zarr")
+        if name == "zarr":
+            chunks = [(start, start + 500) for start in range(0, 5000, 500)]
+            assert reads[:10] == chunks  # the moments and the held-out rows: one pass
+            assert len(reads) > 10 and set(reads) <= set(chunks)  # then the windows
+        else:
+            assert reads and all(stop - start == 64 for start, stop in reads)
     for pica in fits.values():
         np.testing.assert_array_equal(np.abs(pica.components_).argmax(axis=1), [0, 2])
     ratio = [pica.explained_variance_ratio_.sum() for pica in fits.values()]

@@ -19,7 +19,7 @@ from sklearn_adm.nn._training import calibrated_fit
 
 def _evaluation(n_iter, objective, codes, leader, n_init, critic_mse=None, n_rows=200):
     terms = (None, critic_mse, None)
-    return Evaluation(n_iter, objective, terms, codes, leader, n_init, n_rows, n_features=4)
+    return Evaluation(n_iter, leader, n_init, objective, terms, codes, n_rows=n_rows, n_features=4)
 
 
 def _read(rule, evaluation):
