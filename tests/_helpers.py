@@ -1,6 +1,6 @@
 """What the tests share: a critic trained as the game trains it, a causal chain, the Amari
-error, and the critic's warm-up cut short for tests that read a fit's shape, not its
-quality."""
+error, the critic's warm-up cut short for tests that read a fit's shape, not its quality,
+and glibc's allocator calls recorded."""
 
 import numpy as np
 import torch
@@ -59,3 +59,16 @@ def cut_warmup(patch, steps):
     patch.setattr(_pica, "WARMUP_STEPS", steps)
     patch.setattr(_nonlinear, "_WARMUP_STEPS", steps)
     patch.setattr(_ica, "WARMUP_STEPS", ICA_WARMUP_STEPS)
+
+
+class RecordingLibc:
+    """glibc's two calls, recorded: ``mallopt``'s arguments, and ``("trim", pad)``."""
+
+    def __init__(self):
+        self.calls = []
+
+    def mallopt(self, *args):
+        self.calls.append(args)
+
+    def malloc_trim(self, pad):
+        self.calls.append(("trim", pad))

@@ -371,6 +371,7 @@ class ChunkedArray:
             if len(inside):
                 taken.append(np.array(block[inside]))
             parts.append(Moments.of(block, int(start)))  # hands a memory map's pages back
+            del block  # before the next chunk is decoded
         self.__dict__["moments"] = _merge_all(parts)
         empty = np.empty((0, self.shape[1]), self.dtype)
         return self.moments, np.concatenate(taken) if taken else empty
@@ -393,7 +394,20 @@ class ChunkedArray:
 
     def map_rows(self, function, n_outputs, dtype):
         """``function`` applied to every block of rows, each giving ``n_outputs`` columns: a
-        lazy Dask array for a Dask array, else a NumPy array filled block by block."""
+        lazy Dask array for a Dask array, else a NumPy array filled block by block. Where
+        the chunks are decoded here (:func:`_decodes_here`), each chunk's task reads its
+        chunk itself once the one before has ended, so that a compute on any number of
+        threads decodes one chunk at a time."""
+        if self.is_dask and _decodes_here(self.X, self.decoded_rows):
+            import dask
+            import dask.array as da
+
+            parts, before = [], None
+            for start, stop in zip(self.bounds[:-1], self.bounds[1:], strict=True):
+                rows = _Rows(self.X, start, stop)
+                before = dask.delayed(_in_turn, pure=False)(rows, _releasing(function), before)
+                parts.append(da.from_delayed(before, (stop - start, n_outputs), dtype))
+            return da.concatenate(parts)
         if self.is_dask:
             return self.X.map_blocks(
                 _releasing(function), chunks=(self.X.chunks[0], (n_outputs,)), dtype=dtype
@@ -402,6 +416,20 @@ class ChunkedArray:
         for start, stop in zip(self.bounds[:-1], self.bounds[1:], strict=True):
             out[start:stop] = _in_parts(function, self.read(start, stop))
         return out
+
+
+class _Rows:
+    """Rows ``start`` to ``stop`` of the Dask array ``X``, as a task's argument that Dask
+    does not compute before the task (a Dask array would be)."""
+
+    def __init__(self, X, start, stop):
+        self.X, self.start, self.stop = X, start, stop
+
+
+def _in_turn(rows, function, before):
+    """``function`` of ``rows`` (:class:`_Rows`), read here, on this thread; ``before``, the
+    result of the chunk before, only orders the tasks."""
+    return function(np.asarray(rows.X[rows.start : rows.stop].compute(scheduler="sync")))
 
 
 def _in_parts(function, rows):

@@ -17,6 +17,8 @@ import threading
 import numpy as np
 import torch
 
+from .._runtime.allocator import release_free_memory
+
 #: rows of one window, read consecutively (1.5 MB at 384 float32 features)
 _WINDOW_ROWS = 1024
 #: rows of the pool the minibatches are drawn from (64 windows)
@@ -208,6 +210,7 @@ class StreamedRows:
             else:  # the windows' rows alone: their span would hold up to a chunk meanwhile
                 offsets = np.arange(_WINDOW_ROWS)
                 rows = self.source.take(np.concatenate([start + offsets for start in starts]))
+                release_free_memory()
             for window, start in zip(np.split(rows, len(starts)), starts, strict=True):
                 yield self._training_rows(window, start, rng)
 

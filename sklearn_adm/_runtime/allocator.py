@@ -1,4 +1,5 @@
-"""glibc's trim and mmap thresholds during a fit, where the environment fixed them.
+"""glibc's trim and mmap thresholds during a fit, where the environment fixed them, and the
+memory a fit freed handed back to the system when it ends.
 
 By default glibc moves both thresholds with the sizes it has seen, and a fit leaves them
 alone: that adjustment cannot be switched back on once a threshold is set, so a fit that
@@ -28,13 +29,15 @@ _VARIABLES = {
 }
 
 
-def _mallopt():
-    """glibc's ``mallopt``, or None on another C library or system."""
+def _libc():
+    """glibc (its ``mallopt`` and ``malloc_trim``), or None on another C library or
+    system."""
     if not sys.platform.startswith("linux"):
         return None
     try:
-        return ctypes.CDLL("libc.so.6").mallopt
-    except (OSError, AttributeError):
+        libc = ctypes.CDLL("libc.so.6")
+        return libc if hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else None
+    except OSError:
         return None
 
 
@@ -66,24 +69,34 @@ _active = 0
 @contextmanager
 def training_allocations():
     """Raise glibc's thresholds for the duration of a fit where the environment fixed them,
-    and put the environment's values back when the last of the fits that raised them ends
-    (they are process-wide). Elsewhere, and with another C library, do nothing."""
+        and put the environment's values back when the last of the fits that raised them ends
+        (they are process-wide). When the last fit ends, hand the memory freed back to the system
+    (glibc's ``malloc_trim``): what threads other than the main one freed stays with the
+    process otherwise, 0.29 GB after PICA on a Zarr array of 1,000,000 x 384 rows. With another
+    C library, do nothing."""
     global _active
-    mallopt = _mallopt()
-    resting = None if mallopt is None else _environment_thresholds()
-    if resting is None:
-        yield
-        return
+    libc = _libc()
+    resting = None if libc is None else _environment_thresholds()
     with _lock:
-        if not _active:
+        if not _active and resting is not None:
             for parameter in resting:
-                mallopt(parameter, _TRAINING_THRESHOLD)
+                libc.mallopt(parameter, _TRAINING_THRESHOLD)
         _active += 1
     try:
         yield
     finally:
         with _lock:
             _active -= 1
-            if not _active:
-                for parameter, value in resting.items():
-                    mallopt(parameter, value)
+            if not _active and libc is not None:
+                for parameter, value in (resting or {}).items():
+                    libc.mallopt(parameter, value)
+                libc.malloc_trim(0)
+
+
+def release_free_memory():
+    """Hand the memory this process freed back to the system (glibc's ``malloc_trim``;
+    nothing with another C library): after a read of a decoded chunk, whose thread keeps
+    what it freed otherwise."""
+    libc = _libc()
+    if libc is not None:
+        libc.malloc_trim(0)

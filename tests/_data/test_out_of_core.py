@@ -3,6 +3,7 @@ arrays in memory. The files are a few MB; the pool and windows of the stream are
 that the stream, not a pool holding every row, feeds the game."""
 
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -369,6 +370,35 @@ def test_a_zarr_array_is_read_a_whole_chunk_at_a_time(
         np.testing.assert_array_equal(np.abs(pica.components_).argmax(axis=1), [0, 2])
     ratio = [pica.explained_variance_ratio_.sum() for pica in fits.values()]
     assert abs(ratio[0] - ratio[1]) < 0.01
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_a_zarr_transform_decodes_one_chunk_at_a_time_on_any_number_of_threads(
+    tmp_path, monkeypatch
+):
+    """A transform's compute on Dask's threads reads a Zarr chunk only once the chunk
+    before is done (two chunks decoded at once would take four to six times a chunk): the
+    same numbers as in memory; an npy stack, whose chunks are views of files, maps its
+    chunks side by side."""
+    pytest.importorskip("zarr")
+    X = make_embedding_like(2000, 4, random_state=0)[0].astype(np.float32)
+    da.from_array(X, chunks=(250, 4)).to_zarr(str(tmp_path / "X.zarr"))
+    model = PICA(2, max_iter=5, random_state=0).fit(X)
+    active, most, in_turn = [], [], chunked._in_turn
+
+    def counted(rows, function, before):
+        active.append(rows.start)
+        most.append(len(active))
+        time.sleep(0.01)  # long enough for another thread to start a read, were it allowed
+        try:
+            return in_turn(rows, function, before)
+        finally:
+            active.remove(rows.start)
+
+    monkeypatch.setattr(chunked, "_in_turn", counted)
+    Z = model.transform(da.from_zarr(str(tmp_path / "X.zarr"))).compute(num_workers=4)
+    assert len(most) == 8 and max(most) == 1
+    np.testing.assert_allclose(Z, model.transform(X), rtol=1e-6)
 
 
 @pytest.mark.usefixtures("short_warmup")

@@ -1,5 +1,6 @@
 """glibc's thresholds during a fit: raised only where the environment fixed them, and put
-back to the environment's values when the fit ends; elsewhere the process is left alone."""
+back to the environment's values when the fit ends; elsewhere the process is left alone. The
+memory freed is handed back to the system when the last fit ends."""
 
 import os
 import subprocess
@@ -11,12 +12,13 @@ import pytest
 from sklearn_adm import PICA
 from sklearn_adm._runtime import allocator
 from sklearn_adm.datasets import make_pca_vs_pica
+from tests._helpers import RecordingLibc
 
 
 def recorder(monkeypatch):
-    calls = []
-    monkeypatch.setattr(allocator, "_mallopt", lambda: lambda *args: calls.append(args))
-    return calls
+    libc = RecordingLibc()
+    monkeypatch.setattr(allocator, "_libc", lambda: libc)
+    return libc.calls
 
 
 TRIM, MMAP = allocator._M_TRIM_THRESHOLD, allocator._M_MMAP_THRESHOLD
@@ -37,7 +39,7 @@ def test_thresholds_the_environment_fixed_are_raised_during_a_fit_and_put_back(e
     with allocator.training_allocations():
         raised = list(calls)
     assert raised == RAISED
-    assert calls[2:] == [(TRIM, 65536), (MMAP, allocator._DEFAULT_THRESHOLD)]
+    assert calls[2:] == [(TRIM, 65536), (MMAP, allocator._DEFAULT_THRESHOLD), ("trim", 0)]
 
 
 def test_thresholds_fixed_by_glibc_tunables_are_put_back_too(environment):
@@ -45,18 +47,18 @@ def test_thresholds_fixed_by_glibc_tunables_are_put_back_too(environment):
     environment.setenv("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=262144:glibc.foo=1")
     with allocator.training_allocations():
         pass
-    assert calls == [*RAISED, (TRIM, allocator._DEFAULT_THRESHOLD), (MMAP, 262144)]
+    assert calls == [*RAISED, (TRIM, allocator._DEFAULT_THRESHOLD), (MMAP, 262144), ("trim", 0)]
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_a_fit_leaves_glibcs_own_thresholds_alone(environment):
     """glibc's adjustment of its thresholds cannot be switched back on once one is set:
-    where nothing fixed them, a fit sets none."""
+    where nothing fixed them, a fit sets none; it hands the memory freed back as it ends."""
     calls = recorder(environment)
     with allocator.training_allocations():
         pass
     PICA(n_components=2, max_iter=20, random_state=0).fit(make_pca_vs_pica(300, random_state=0)[0])
-    assert calls == []
+    assert calls and all(call == ("trim", 0) for call in calls)
 
 
 def test_overlapping_fits_keep_the_thresholds_raised_until_the_last_one_ends(environment):
@@ -68,8 +70,8 @@ def test_overlapping_fits_keep_the_thresholds_raised_until_the_last_one_ends(env
         with allocator.training_allocations():
             pass
         inside = list(calls)
-    assert inside == RAISED  # raised once, not yet put back
-    assert calls[2:] == [(TRIM, 65536), (MMAP, allocator._DEFAULT_THRESHOLD)]
+    assert inside == RAISED  # raised once, not yet put back, nothing trimmed
+    assert calls[2:] == [(TRIM, 65536), (MMAP, allocator._DEFAULT_THRESHOLD), ("trim", 0)]
 
 
 def test_building_a_critic_leaves_the_process_allocator_alone(environment):
@@ -111,7 +113,7 @@ def faults_per_step(script, **variables):
     return float(run.stdout)
 
 
-@pytest.mark.skipif(allocator._mallopt() is None, reason="glibc's allocator only")
+@pytest.mark.skipif(allocator._libc() is None, reason="glibc's allocator only")
 @pytest.mark.parametrize("variables", [{}, {"MALLOC_TRIM_THRESHOLD_": "65536"}])
 def test_a_training_step_faults_in_no_fresh_pages(variables):
     """The critic keeps its layers' tensors from one step to the next, which suffices with

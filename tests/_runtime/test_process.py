@@ -15,6 +15,7 @@ from sklearn_adm import ICA, PICA, ADMRegularizer, DependenceScorer, NonlinearPI
 from sklearn_adm._runtime import allocator
 from sklearn_adm.datasets import make_nonlinear_mixture
 from sklearn_adm.independence import _kernels
+from tests._helpers import RecordingLibc
 
 X, _ = make_nonlinear_mixture(400, random_state=0)
 QUICK = {"n_components": 2, "max_iter": 20, "random_state": 0}
@@ -62,8 +63,8 @@ def _process_state():
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("name", WORK)
 def test_work_leaves_the_process_as_it_found_it(monkeypatch, name):
-    mallopt_calls = []
-    monkeypatch.setattr(allocator, "_mallopt", lambda: lambda *args: mallopt_calls.append(args))
+    libc = RecordingLibc()
+    monkeypatch.setattr(allocator, "_libc", lambda: libc)
     monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
     monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
     monkeypatch.setattr(_kernels, "SERIAL_WORK", 0)  # numba's parallel kernel, on threads
@@ -82,4 +83,4 @@ def test_work_leaves_the_process_as_it_found_it(monkeypatch, name):
             assert np.array_equal(before[key], after[key]), key
         else:
             assert before[key] == after[key], key
-    assert mallopt_calls == []  # glibc's own thresholds: left alone
+    assert all(call == ("trim", 0) for call in libc.calls)  # glibc's own thresholds: left alone
