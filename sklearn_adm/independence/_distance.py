@@ -10,9 +10,8 @@ the ``n x n`` matrices: with row sums ``a_i.``, ``b_i.`` and totals ``a_..``, ``
 
     sum_ik A_ik B_ik = sum_ik a_ik b_ik - (2/n) sum_i a_i. b_i. + a_.. b_.. / n^2,
 
-so one pass over the row pairs accumulates the sums of ``a``, ``b`` and ``a b``
-(:func:`_one_vs_rest_sums`), in memory ``O(n d)`` and time ``O(n^2 d)``, parallel over rows;
-those of ``a^2`` and ``b^2`` are in closed form.
+so one pass over the row pairs accumulates everything (:func:`_one_vs_rest_sums`), in memory
+``O(n d)`` and time ``O(n^2 d)``, parallel over rows.
 
 Pairwise: :mod:`sklearn_adm.independence._sorting`, in ``O(n log n)`` a pair.
 
@@ -23,7 +22,6 @@ in place (:func:`_permuted_cross_sums`), in memory ``O(n^2)`` and time ``O(n^2)`
 """
 
 import contextlib
-import math
 from numbers import Integral
 
 import numba
@@ -43,74 +41,69 @@ __all__ = [
 ]
 
 
-@numba.njit(fastmath=True)
-def _add_row_sums(zt, i, squares, sums):
-    """Row ``i``'s sums over all rows ``k`` of a, b and a*b into ``sums[:, :, i]``; ``zt``
-    is Z transposed, ``(d, n)``, ``squares`` a buffer of ``n``. Each sum is a reduction over
-    the rows, which the compiler vectorises (``fastmath`` lets it reorder the additions; a
-    call, not numba's inlining, which would compile it under the caller's flags)."""
-    d, n = zt.shape
+@numba.njit(inline="always")
+def _add_row_sums(z, i, sums):
+    """Add row ``i``'s sums over all rows ``k`` of a, b, a*b, a^2, b^2 to ``sums[:, i]``."""
+    n, d = z.shape
+    diff = np.empty(d)
     for k in range(n):
-        squares[k] = 0.0
-    for j in range(d):
-        for k in range(n):
-            difference = zt[j, i] - zt[j, k]
-            squares[k] += difference * difference
-    for j in range(d):
-        own = zt[j, i]
-        sum_a = sum_b = sum_ab = 0.0
-        for k in range(n):
-            a = math.fabs(own - zt[j, k])
-            b = math.sqrt(max(squares[k] - a * a, 0.0))
-            sum_a += a
-            sum_b += b
-            sum_ab += a * b
-        sums[0, j, i] = sum_a
-        sums[1, j, i] = sum_b
-        sums[2, j, i] = sum_ab
+        squared = 0.0
+        for j in range(d):
+            diff[j] = z[i, j] - z[k, j]
+            squared += diff[j] * diff[j]
+        for j in range(d):
+            a_squared = diff[j] * diff[j]
+            a = abs(diff[j])
+            b = np.sqrt(max(squared - a_squared, 0.0))
+            sums[0, i, j] += a
+            sums[1, i, j] += b
+            sums[2, i, j] += a * b
+            sums[3, i, j] += a_squared
+            sums[4, i, j] += b * b
 
 
 @numba.njit(parallel=True, cache=True)
-def _one_vs_rest_sums(zt, sums):
-    """Per feature ``j`` and row ``i``: sums over ``k`` of a, b and a*b into ``sums``
-    ``(3, d, n)``; parallel over rows."""
-    n = zt.shape[1]
+def _one_vs_rest_sums(z):
+    """Per row ``i`` and feature ``j``: sums over ``k`` of a, b, a*b, a^2, b^2, ``(5, n, d)``;
+    parallel over rows."""
+    n, d = z.shape
+    sums = np.zeros((5, n, d))
     for i in numba.prange(n):
-        _add_row_sums(zt, i, np.empty(n), sums)
+        _add_row_sums(z, i, sums)
+    return sums
 
 
 @numba.njit(cache=True)
-def _one_vs_rest_sums_serial(zt, sums):
-    """:func:`_one_vs_rest_sums` on one thread (its arrays made by the caller: a first call
-    compiles a fifth faster)."""
-    squares = np.empty(zt.shape[1])
-    for i in range(zt.shape[1]):
-        _add_row_sums(zt, i, squares, sums)
+def _one_vs_rest_sums_serial(z):
+    """:func:`_one_vs_rest_sums` on one thread."""
+    n, d = z.shape
+    sums = np.zeros((5, n, d))
+    for i in range(n):
+        _add_row_sums(z, i, sums)
+    return sums
 
 
 def _one_vs_rest_sums_torch(Z, device, block_bytes=256e6):
-    """The sums of :func:`_one_vs_rest_sums` of ``Z`` ``(n, d)`` with torch in float64, in
-    blocks of rows; for accelerators, where the pairwise differences of a block fit in
-    ``block_bytes``."""
+    """The sums of :func:`_one_vs_rest_sums` with torch in float64, in blocks of rows; for
+    accelerators, where the pairwise differences of a block fit in ``block_bytes``."""
     z = torch.as_tensor(Z, dtype=torch.float64, device=device)
     n, d = z.shape
     block = max(1, int(block_bytes / (8 * 4 * n * d)))
-    sums = [[] for _ in range(3)]
+    sums = [[] for _ in range(5)]
     for start in range(0, n, block):
         diff = z[start : start + block, None, :] - z[None, :, :]  # (block, n, d)
         a_squared = diff.square()
         a = diff.abs()
         b = (a_squared.sum(dim=2, keepdim=True) - a_squared).clamp_min(0.0).sqrt()
-        for out, value in zip(sums, (a, b, a * b), strict=True):
-            out.append(value.sum(dim=1).T.cpu())
-    return np.stack([torch.cat(parts, dim=1).numpy() for parts in sums])
+        for out, value in zip(sums, (a, b, a * b, a_squared, b.square()), strict=True):
+            out.append(value.sum(dim=1).cpu())
+    return [torch.cat(parts).numpy() for parts in sums]
 
 
 def _centred_sum(cross, row_x, row_y, n):
-    """``sum_ik X_ik Y_ik`` of the double-centred matrices, from raw sums (module docstring);
-    ``row_x`` and ``row_y`` ``(d, n)``, a feature a row."""
+    """``sum_ik X_ik Y_ik`` of the double-centred matrices, from raw sums (module docstring)."""
     return (
-        cross - 2.0 / n * (row_x * row_y).sum(axis=1) + row_x.sum(axis=1) * row_y.sum(axis=1) / n**2
+        cross - 2.0 / n * (row_x * row_y).sum(axis=0) + row_x.sum(axis=0) * row_y.sum(axis=0) / n**2
     )
 
 
@@ -171,7 +164,7 @@ def _one_vs_rest_of_each(arrays, count, *, squared=False, device="cpu"):
     with contextlib.ExitStack() as stack:
         kernel = None
         for Z in arrays:
-            Z = np.asarray(Z, dtype=np.float64)
+            Z = np.ascontiguousarray(Z, dtype=np.float64)
             n = Z.shape[0]
             if torch.device(device).type != "cpu":
                 sums = _one_vs_rest_sums_torch(Z, device)
@@ -179,19 +172,12 @@ def _one_vs_rest_of_each(arrays, count, *, squared=False, device="cpu"):
                 if kernel is None:
                     serial, parallel = _one_vs_rest_sums_serial, _one_vs_rest_sums
                     kernel = stack.enter_context(numba_kernel(Z.size * n, serial, parallel, count))
-                sums = np.empty((3, Z.shape[1], n))
-                kernel(np.ascontiguousarray(Z.T), sums)
-            row_a, row_b, sum_ab = sums
-            # the sums of a^2 and b^2 in closed form: over the row pairs, (z_ij - z_kj)^2
-            # sums to 2 n times feature j's sum of squares about its mean, and b^2 to the
-            # other features' (summed apart, not as the total less j's: no cancellation)
-            spread = 2 * n * ((Z - Z.mean(axis=0)) ** 2).sum(axis=0)
-            before = np.cumsum(np.r_[0.0, spread[:-1]])
-            after = np.cumsum(np.r_[0.0, spread[:0:-1]])[::-1]
+                sums = kernel(Z)
+            row_a, row_b, sum_ab, sum_aa, sum_bb = sums
             squared_dcor = squared_correlation(
-                _centred_sum(sum_ab.sum(axis=1), row_a, row_b, n),
-                _centred_sum(spread, row_a, row_a, n),
-                _centred_sum(before + after, row_b, row_b, n),
+                _centred_sum(sum_ab.sum(axis=0), row_a, row_b, n),
+                _centred_sum(sum_aa.sum(axis=0), row_a, row_a, n),
+                _centred_sum(sum_bb.sum(axis=0), row_b, row_b, n),
             )
             results.append(squared_dcor if squared else np.sqrt(squared_dcor))
     return np.array(results)
