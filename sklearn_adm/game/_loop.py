@@ -275,7 +275,7 @@ class AdversarialGame:
             objective, terms, codes, criterion = self._evaluate(X_val)
             self.leader = int(criterion.argmin())
             evaluation = self._reading(0, objective, terms, codes, criterion, X_train, X_val)
-            evaluation, readings = self._decide(policies, evaluation, X_val)
+            evaluation, readings = self._decide(policies, evaluation)
             self.converged = evaluation.stop
             if self.converged:
                 self.history.evaluation(0, evaluation.objective, evaluation.terms, **readings)
@@ -299,13 +299,13 @@ class AdversarialGame:
         if self.n_iter % s.eval_every and self.n_iter != s.max_iter:
             return True
         evaluation = self._reading(self.n_iter, *self._evaluate(X_val), X_train, X_val)
-        evaluation, readings = self._decide(self.policies, evaluation, X_val)
+        evaluation, readings = self._decide(self.policies, evaluation)
         self.converged, self.val_terms = evaluation.stop, evaluation.terms
         self.history.evaluation(self.n_iter, evaluation.objective, evaluation.terms, **readings)
         self.last_good = copy.deepcopy(self.average.module.state_dict())
         return True
 
-    def _decide(self, policies, evaluation, X_val):
+    def _decide(self, policies, evaluation):
         """Hand ``evaluation`` to each of ``policies`` in turn and apply its decision before
         the next one reads: the starts kept play on alone and are evaluated again, the leader
         is the one decided, and the game stops where any policy says so. Returns the last
@@ -315,6 +315,7 @@ class AdversarialGame:
             decision = policy.decide(evaluation)
             if decision.keep is not None:
                 self._narrow(decision.keep)
+                X_val = evaluation.data[1]
                 again = self._reading(evaluation.n_iter, *self._evaluate(X_val), *evaluation.data)
                 evaluation = dataclasses.replace(again, stop=evaluation.stop)
             if decision.leader is not None:
