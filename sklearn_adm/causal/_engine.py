@@ -1,6 +1,7 @@
 """ConditionalIndependence: the conditional tests that causal discovery asks of one data
 table, many at the cost of few."""
 
+import functools
 import hashlib
 import weakref
 from collections import OrderedDict
@@ -13,6 +14,7 @@ from sklearn.utils._param_validation import Interval, StrOptions, validate_param
 
 from ..independence._conditional import LocalConditioning, draw_folds
 from ..independence._conditional_test import Afresh
+from ..independence._distance_statistic import SURE_P
 from ..independence._grouped_covariance import GroupedConditioning
 from ..independence._scorer import DependenceScorer
 from ._table import Table
@@ -21,6 +23,10 @@ from ._table import Table
 #: DependenceScorer.test: from 10,000): it holds its level there, and PC found better graphs
 #: with it than with the permutations, in a third of their time (design/causal-discovery)
 ASYMPTOTIC_ROWS = 1000
+#: rows of the sample on which a search first tests X and Y given Z where it has twice as
+#: many: the sample's p-value is the result where it is at most ``SURE_P``, which the test
+#: on all rows would reject at any level in use (design/causal-discovery)
+SCREEN_ROWS = 5_000
 #: bytes of work on conditioning sets kept by default: the groups of a set and the residuals
 #: of each variable given it (at 100,000 rows, 1.6 MB a variable)
 CACHE_BYTES = 2**28
@@ -36,8 +42,10 @@ class ConditionalIndependence:
     rows, but what depends on ``z`` alone (its groups of nearly equal values, the
     regressions of each variable on it, their residuals) is computed once for every pair
     tested given it, and kept within ``cache_bytes``. A distance test also stops after its
-    first 39 permutations where their p-value is above ``early_stop``: most tests of a
-    causal search are of independent pairs, which need no fine p-value. The adapters for
+    first 39 permutations (without ``z``, from ``asymptotic_rows`` rows: after its
+    statistic's limit) where their p-value is above ``early_stop``, and a test given ``z``
+    runs first on a sample of ``screen_rows`` rows: most tests of a causal search are of
+    pairs whose p-value is far from any level, which need no fine p-value. The adapters for
     causal-learn, pgmpy and tigramite run on this class.
 
     Parameters
@@ -55,14 +63,24 @@ class ConditionalIndependence:
         Permutations of a test that draws them (below 10,000 rows, or a test without a
         conditioning set); the smallest p-value is ``1 / (n_permutations + 1)``.
     early_stop : float or None, default=0.2
-        A distance test stops after its first 39 permutations where their p-value is above
-        this. The p-value stays valid (at most ``alpha`` with probability at most ``alpha``
-        under independence, for any ``alpha``); None draws every permutation.
+        A distance test stops after its first 39 permutations (without ``z``, from
+        ``asymptotic_rows`` rows: after the gamma law that approximates its statistic's
+        limit) where their p-value is above this; without ``z`` it also stops where a valid
+        bound of the limit's tail is at most 1e-5. The p-value stays valid (at most
+        ``alpha`` with probability at most ``alpha`` under independence, or ``alpha + 1e-5``
+        where the bound stops it, for any ``alpha`` below this); None draws every
+        permutation.
     asymptotic_rows : int, default=1000
         Rows from which a distance test given ``z`` draws no permutations and reads its
         p-value from the asymptotic null (``result.method`` says which); a lone
         :meth:`DependenceScorer.test <sklearn_adm.DependenceScorer.test>` does so from
-        10,000 rows. None: never.
+        10,000 rows. From these rows a test without ``z`` that stops early reads its first
+        stage from the statistic's limit. None: never.
+    screen_rows : int or None, default=5000
+        With at least twice as many rows, a distance test given ``z`` first runs on this
+        many rows drawn once for all tests; where its p-value is at most 1e-5 it is the
+        result (``result.method`` names the rows), else the test runs on all rows. None:
+        every test on all rows.
     missing : {"error", "drop"}, default="error"
         What a missing value in a tested variable does: ``"error"`` raises a ValueError
         naming the variable; ``"drop"`` leaves that row out of that test only (the result's
@@ -111,6 +129,7 @@ class ConditionalIndependence:
         n_permutations=200,
         early_stop=0.2,
         asymptotic_rows=ASYMPTOTIC_ROWS,
+        screen_rows=SCREEN_ROWS,
         missing="error",
         random_state=0,
         cache_bytes=CACHE_BYTES,
@@ -127,13 +146,14 @@ class ConditionalIndependence:
             n_permutations=n_permutations,
             early_stop=early_stop,
             asymptotic_rows=asymptotic_rows,
+            screen_rows=screen_rows,
             random_state=random_state,
             cache_bytes=cache_bytes,
             critic_params=critic_params,
             device=device,
             caller_name=type(self).__name__,
         )
-        self.asymptotic_rows = asymptotic_rows
+        self.asymptotic_rows, self.screen_rows = asymptotic_rows, screen_rows
         self.metric, self.n_permutations, self.early_stop = metric, n_permutations, early_stop
         self.missing, self.cache_bytes = missing, cache_bytes
         self.random_state = self._tests.scorer.random_state
@@ -228,6 +248,7 @@ class SharedTests:
         "n_permutations": [Interval(Integral, 1, None, closed="left")],
         "early_stop": [Interval(Real, 0, 1, closed="right"), None],
         "asymptotic_rows": [Interval(Integral, 4, None, closed="left"), None],
+        "screen_rows": [Interval(Integral, 4, None, closed="left"), None],
         "random_state": ["random_state"],
         "cache_bytes": [Interval(Integral, 0, None, closed="left")],
         "critic_params": [dict, None],
@@ -248,13 +269,34 @@ class SharedTests:
         )
         self.n_permutations, self.early_stop = params["n_permutations"], params["early_stop"]
         self.asymptotic_rows = params["asymptotic_rows"] or np.inf
+        self.screen_rows = params["screen_rows"] or np.inf
         self.cache = ConditioningCache(params["cache_bytes"])
 
     def test(self, X, Y, Z=None):
         """The test of ``X`` ``(n, p)`` against ``Y`` ``(n, q)`` given ``Z`` ``(n, r)``
-        (None or no columns: unconditional), float64 arrays without missing values."""
+        (None or no columns: unconditional), float64 arrays without missing values; given
+        Z, first on ``screen_rows`` of the rows where there are twice as many. A reported
+        p-value at most ``alpha`` is then the sample's at most ``SURE_P`` or the test's on
+        all rows at most ``alpha``: the level is at most ``alpha + SURE_P``."""
         if Z is not None and Z.shape[1] == 0:
             Z = None
+        n = len(X)
+        screens = self.scorer._statistic().asymptotic and self.asymptotic_rows <= self.screen_rows
+        if Z is not None and screens and n >= 2 * self.screen_rows:
+            rows = self._screen(n)
+            first = self._test(X[rows], Y[rows], Z[rows])
+            if first.pvalue <= SURE_P:
+                return replace(first, method=f"{first.method}, on {len(rows)} of {n} rows")
+        return self._test(X, Y, Z)
+
+    @functools.lru_cache(maxsize=4)  # noqa: B019 (one object a search: its rows are kept)
+    def _screen(self, n):
+        """The rows, in order, of the sample that tests of ``n`` rows first run on: the same
+        for every test, so that the work on a conditioning set is shared."""
+        rng = np.random.RandomState(self.scorer.random_state)
+        return np.sort(rng.permutation(n)[: self.screen_rows])
+
+    def _test(self, X, Y, Z):
         return self.scorer._test_samples(
             X,
             Y,

@@ -3,7 +3,7 @@
 import numpy as np
 from tigramite.independence_tests.independence_tests_base import CondIndTest
 
-from ._engine import ASYMPTOTIC_ROWS, CACHE_BYTES, SharedTests
+from ._engine import ASYMPTOTIC_ROWS, CACHE_BYTES, SCREEN_ROWS, SharedTests
 
 
 class TigramiteTest(CondIndTest):
@@ -21,7 +21,9 @@ class TigramiteTest(CondIndTest):
     ----------
     metric : {"dcor", "dcor_sq", "pearson", "adm"}, default="dcor"
         The statistic, as in :class:`~sklearn_adm.DependenceScorer`.
-    n_permutations, early_stop, asymptotic_rows, random_state, cache_bytes, critic_params, device
+    n_permutations, early_stop, asymptotic_rows, screen_rows, random_state, cache_bytes
+        As in :class:`ConditionalIndependence`.
+    critic_params, device
         As in :class:`ConditionalIndependence`.
     **kwargs
         tigramite's own options (``mask_type``, ``verbosity``, ...).
@@ -54,6 +56,7 @@ class TigramiteTest(CondIndTest):
         n_permutations=200,
         early_stop=0.2,
         asymptotic_rows=ASYMPTOTIC_ROWS,
+        screen_rows=SCREEN_ROWS,
         random_state=0,
         cache_bytes=CACHE_BYTES,
         critic_params=None,
@@ -71,6 +74,7 @@ class TigramiteTest(CondIndTest):
             n_permutations=n_permutations,
             early_stop=early_stop,
             asymptotic_rows=asymptotic_rows,
+            screen_rows=screen_rows,
             random_state=random_state,
             cache_bytes=cache_bytes,
             critic_params=critic_params,

@@ -21,11 +21,18 @@ from ._permutation import (
     staged_test,
 )
 from ._result import two_sample_result
-from ._sorting import distance_correlation_pairwise, permuted_by_sorting
+from ._sorting import (
+    distance_correlation_limit,
+    distance_correlation_pairwise,
+    permuted_by_sorting,
+)
 from ._statistic import Statistic
 
 #: how the conditional distance test finds its p-value from ``ASYMPTOTIC_ROWS`` rows
 ASYMPTOTIC = "asymptotic, random frequencies"
+#: a p-value of a valid bound at or below which a test that stops early needs no
+#: permutations: they would give their smallest p-value (design/causal-discovery)
+SURE_P = 1e-5
 #: rows up to which the conditional test's statistic over all rows is computed over all
 #: rows for multivariate X or Y (two n x n matrices); beyond, it is averaged over random
 #: unions of blocks of about ``_UNION_ROWS`` rows, at a cost linear in the rows
@@ -108,6 +115,27 @@ class DistanceStatistic(Statistic):
         if not self.squared:
             statistic, permuted = np.sqrt(statistic), np.sqrt(permuted)
         return two_sample_result(statistic, p, permuted.mean(), len(permuted), method)
+
+    def limit_first(self, X, Y, early_stop):
+        """The first stage of a test of one-dimensional X and Y that stops early, from the
+        statistic's limit (:func:`distance_correlation_limit`) in place of permutations: a
+        result where the gamma law's p-value is above ``early_stop``, or the chi-square
+        bound's at most ``SURE_P``; else None, and the permutations decide. Neither draws
+        from the test's random state: the permutations are a lone test's. A reported
+        p-value at most ``alpha < early_stop`` is the permutations' or the bound's, so the
+        level is at most ``alpha + SURE_P``."""
+        if X.shape[1] != 1 or Y.shape[1] != 1:
+            return None
+        statistic, p_gamma, p_bound, null_mean = distance_correlation_limit(X[:, 0], Y[:, 0])
+        if p_gamma > early_stop:
+            p_value, method = p_gamma, "asymptotic, gamma"
+        elif p_bound <= SURE_P:
+            p_value, method = p_bound, "asymptotic, chi-square bound"
+        else:
+            return None
+        if not self.squared:
+            statistic, null_mean = np.sqrt(statistic), np.sqrt(null_mean)
+        return two_sample_result(statistic, p_value, null_mean, 0, method)
 
     def asymptotic_test(self, X, Y, Z, rng, shared):
         """The test given Z from ``ASYMPTOTIC_ROWS`` rows: the covariance, within groups of

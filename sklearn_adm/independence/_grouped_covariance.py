@@ -28,6 +28,7 @@ From :data:`ASYMPTOTIC_ROWS` rows, ``DependenceScorer("dcor").test(X, Y, Z=Z)``:
 Time and memory are linear in the rows but for the sorts (doc/design/asymptotic-conditional-test).
 """
 
+import numba
 import numpy as np
 from scipy import integrate, stats
 
@@ -124,8 +125,9 @@ def _morton_code(Z):
     return code
 
 
-def frequency_features(A, n_frequencies, rng):
-    """``cos(A s_k)`` and ``sin(A s_k)`` ``(n, 2 n_frequencies)`` at frequencies ``s_k``
+def frequency_features(A, n_frequencies, rng, out=None):
+    """``cos(A s_k)`` and ``sin(A s_k)`` ``(n, 2 n_frequencies)`` (into ``out`` where
+    given) at frequencies ``s_k``
     drawn from the multivariate Cauchy density, each weighted by ``sqrt(1 + 1 / |s_k|^2)``:
     for one column, the distance covariance's weight ``1 / s^2`` over that density, so that
     the features' covariances average to the distance covariance (Székely et al. 2007,
@@ -135,12 +137,16 @@ def frequency_features(A, n_frequencies, rng):
     frequencies /= np.abs(rng.standard_normal(n_frequencies))  # a normal over |normal|: Cauchy
     weights = np.sqrt(1 + 1 / np.sum(frequencies**2, axis=0))
     phases = (A @ frequencies).astype(np.float32)  # float32's cos and sin are vectorised
-    return np.hstack([np.cos(phases) * weights, np.sin(phases) * weights])
+    out = np.empty((len(A), 2 * n_frequencies)) if out is None else out
+    np.multiply(np.cos(phases), weights, out=out[:, :n_frequencies])
+    np.multiply(np.sin(phases), weights, out=out[:, n_frequencies:])
+    return out
 
 
 def grouped_covariance_test(U, V, groups):
     """The test of step 5 on features ``U`` ``(n, p)`` and ``V`` ``(n, q)`` whose rows are in
-    the order of ``groups`` (consecutive labels): ``(statistic, p_value, null_mean)``, the
+    the order of ``groups`` (consecutive labels), float64 arrays that it centres within
+    their groups in place: ``(statistic, p_value, null_mean)``, the
     p-value the smaller of the sum's and the largest product's, doubled. The
     statistic is the squared correlation of the features (their cross-covariance's squared
     Frobenius norm over the product of their covariances' norms, as distance correlation
@@ -149,25 +155,18 @@ def grouped_covariance_test(U, V, groups):
     n = len(U)
     sizes = np.bincount(groups)
     starts = np.cumsum(sizes) - sizes
-    place = np.arange(n) - np.repeat(starts, sizes)
-    padded, norms = [], []
-    for features in (U, V):  # (groups, largest group, features), zeros where no row
-        means = np.add.reduceat(features, starts) / sizes[:, None]
-        centred = means[groups]
-        np.subtract(features, centred, out=centred)  # in place: a new array costs page faults
-        stacked = np.zeros((len(sizes), sizes.max(), features.shape[1]))
-        stacked[groups, place] = centred
-        rows = stacked.reshape(-1, features.shape[1])
-        products = rows.T @ rows
+    # each feature less its group's mean, and each group's sum of products u v^T (G_g)
+    sums = np.empty((len(sizes), U.shape[1] * V.shape[1]))
+    largest_means = _group_products(U, V, starts, sizes, sums)
+    grouped = sums.reshape(len(sizes), U.shape[1], V.shape[1])  # a view: G_g
+    norms = []
+    for features, largest_mean, axis in zip((U, V), largest_means, (1, 2), strict=True):
+        products = features.T @ features
         # a feature constant within every group (to its rounding) says nothing
-        constant = np.diag(products) <= n * (1e-10 * np.abs(means).max(axis=0)) ** 2
-        if constant.any():
-            stacked[..., constant] = 0
-            products[constant] = products[:, constant] = 0
-        padded.append(stacked)
+        constant = np.diag(products) <= n * (1e-10 * largest_mean) ** 2
+        products[constant] = products[:, constant] = 0
+        grouped[(slice(None),) * axis + (constant,)] = 0
         norms.append(np.sum(products**2))  # the squared norm of the sum of u u^T
-    U, V = padded
-    sums = np.matmul(U.transpose(0, 2, 1), V).reshape(len(sizes), -1)  # G_g, (groups, p q)
     total = sums.sum(axis=0)
     statistic = total @ total / n
     spread = np.subtract(sums, total / len(sizes), out=sums)
@@ -189,6 +188,50 @@ def grouped_covariance_test(U, V, groups):
     if norm == 0:  # a constant sample (or one Z predicts exactly): nothing to relate
         return 0.0, p_value, 0.0
     return statistic / norm, p_value, eigenvalues.sum() / norm
+
+
+@numba.njit(cache=True)
+def _group_products(U, V, starts, sizes, sums):
+    """In place, ``U`` and ``V`` less their groups' means (the groups: runs of ``sizes``
+    rows from ``starts``), and into ``sums`` ``(groups, p q)`` each group's sum of the
+    products ``u v^T``, flattened; returns the largest absolute group mean of each feature
+    of ``U`` and of ``V``. One pass over the rows, each read in order: numpy's padded
+    batches of small products took twice as long."""
+    p, q = U.shape[1], V.shape[1]
+    largest_u, largest_v = np.zeros(p), np.zeros(q)
+    means_u, means_v = np.empty(p), np.empty(q)
+    for g in range(len(starts)):
+        first, stop = starts[g], starts[g] + sizes[g]
+        _centre(U, first, stop, means_u, largest_u)
+        _centre(V, first, stop, means_v, largest_v)
+        total = sums[g]
+        total[:] = 0.0
+        for i in range(first, stop):
+            v = V[i]
+            for k in range(p):
+                u = U[i, k]
+                row = total[k * q : (k + 1) * q]
+                for j in range(q):
+                    row[j] += u * v[j]
+    return largest_u, largest_v
+
+
+@numba.njit(inline="always")
+def _centre(features, first, stop, means, largest):
+    """Rows ``first`` to ``stop`` of ``features`` less their mean, in place; ``largest``
+    raised to the mean's absolute value."""
+    means[:] = 0.0
+    for i in range(first, stop):
+        row = features[i]
+        for k in range(len(means)):
+            means[k] += row[k]
+    for k in range(len(means)):
+        means[k] /= stop - first
+        largest[k] = max(largest[k], abs(means[k]))
+    for i in range(first, stop):
+        row = features[i]
+        for k in range(len(means)):
+            row[k] -= means[k]
 
 
 def weighted_chi2_sf(x, weights):
@@ -345,9 +388,12 @@ class GroupedConditioning:
             "rebuilt": rebuilt,
             "times Z": times_z,
         }
-        return np.hstack(
-            [frequency_features(sets[name], FREQUENCIES[name], rng) for name in FREQUENCIES]
-        )
+        features = np.empty((len(own), 2 * sum(FREQUENCIES.values())))
+        start = 0
+        for name, count in FREQUENCIES.items():
+            frequency_features(sets[name], count, rng, out=features[:, start : start + 2 * count])
+            start += 2 * count
+        return features
 
 
 def _standardized(A):

@@ -341,7 +341,8 @@ class DependenceScorer(BaseEstimator):
         samples' residuals given Z (:class:`~._conditional_test.Afresh`, or a cache of them
         for many tests given one Z); ``early_stop``: see
         :func:`~._permutation.staged_test`; from ``asymptotic_rows`` rows a statistic with
-        an asymptotic test uses it given Z."""
+        an asymptotic test uses it given Z, and without Z, where the test stops early, its
+        limit as the first stage."""
         samples = [X, Y] if Z is None else [X, Y, Z]
         for A in samples:
             check_chunk_sizes(A)
@@ -362,8 +363,12 @@ class DependenceScorer(BaseEstimator):
         statistic = self._statistic()
         shared = Afresh() if shared is None else shared
         given = scaled = None
-        if Z and statistic.asymptotic and len(X) >= asymptotic_rows:
+        if statistic.asymptotic and len(X) >= asymptotic_rows and Z:
             return statistic.asymptotic_test(X, Y, Z[0], rng, shared)
+        if statistic.asymptotic and len(X) >= asymptotic_rows and early_stop is not None:
+            result = statistic.limit_first(X, Y, early_stop)
+            if result is not None:
+                return result
         if Z:
             given, X, Y, scaled = residuals_given(X, Y, Z[0], rng, shared, statistic.reads_z)
         XY, rng, device = self._prepare(np.hstack([X, Y]), rng)  # every statistic is invariant

@@ -39,7 +39,7 @@ def test_each_test_is_the_scorers_test_and_the_work_on_z_is_done_once(n, monkeyp
     data = chain(n, np.random.default_rng(0))
     cells = counting(monkeypatch, _conditional, "local_cells")
     groups = counting(monkeypatch, _grouped_covariance, "groups_along")
-    tests = ConditionalIndependence(data, early_stop=None, random_state=3)
+    tests = ConditionalIndependence(data, early_stop=None, screen_rows=None, random_state=3)
     scorer = DependenceScorer(max_samples=None, random_state=3)
     for x, y in [(0, 1), (0, 3), (1, 3)]:
         shared = tests.test(x, y, [2])
@@ -59,7 +59,61 @@ def test_a_search_reads_the_asymptotic_null_from_asymptotic_rows():
     assert ConditionalIndependence(data).test(0, 1, [2]).method == asymptotic
     permuted = ConditionalIndependence(data, asymptotic_rows=None).test(0, 1, [2])
     assert permuted.method == "local permutation" and permuted.pvalue > 0.01
-    assert ConditionalIndependence(data).test(0, 1).method == "permutation"  # without z
+    # without z, x and z depend on each other beyond the chi-square bound's doubt
+    assert ConditionalIndependence(data).test(0, 2).method == "asymptotic, chi-square bound"
+    assert ConditionalIndependence(data, asymptotic_rows=None).test(0, 2).method == "permutation"
+
+
+def test_without_z_the_limit_decides_the_clear_cases_and_the_permutations_the_rest():
+    rng = np.random.default_rng(5)
+    x, w = rng.normal(size=(2, 2000))
+    data = np.c_[x, np.sin(2 * x) + rng.normal(size=2000), 0.1 * x + rng.normal(size=2000), w]
+    tests = ConditionalIndependence(data, random_state=0)
+    lone = DependenceScorer(max_samples=None, random_state=0)
+    sure = tests.test(0, 1)
+    assert sure.method == "asymptotic, chi-square bound" and sure.pvalue <= 1e-5
+    assert sure.n_permutations == 0
+    stopped = tests.test(0, 3)
+    assert stopped.method == "asymptotic, gamma" and stopped.pvalue > 0.2
+    # the statistic and its null mean are the lone test's (the mean: a permutation mean)
+    permuted = lone.test(data[:, [0]], data[:, [3]])
+    assert stopped.statistic == pytest.approx(permuted.statistic, rel=1e-9)
+    assert stopped.null_mean == pytest.approx(permuted.null_mean, rel=0.1)
+    weak = tests.test(0, 2)  # neither clear: the lone test's permutations, the same draws
+    assert weak.method == "permutation" and weak.n_permutations == 200
+    assert weak.pvalue == lone.test(data[:, [0]], data[:, [2]]).pvalue
+
+
+def test_without_z_a_search_keeps_its_level():
+    """Under independence, at 1,000 rows (the limit first) the p-value is at most alpha at
+    most alpha of the time (four binomial standard errors), for marginals of heavy and
+    light tails and of two values."""
+    rng = np.random.default_rng(6)
+    draws = {
+        "normal": lambda: rng.normal(size=(1000, 2)),
+        "lognormal": lambda: rng.lognormal(size=(1000, 2)),
+        "binary": lambda: rng.integers(0, 2, size=(1000, 2)).astype(float),
+    }
+    for draw in draws.values():
+        p_values = np.array([ConditionalIndependence(draw()).pvalue(0, 1) for _ in range(150)])
+        for alpha in (0.01, 0.05, 0.1, 0.3):
+            assert np.mean(p_values <= alpha) <= alpha + 4 * np.sqrt(alpha * (1 - alpha) / 150)
+
+
+def test_given_z_a_search_screens_on_a_sample_of_rows():
+    data = chain(2400, np.random.default_rng(7))
+    tests = ConditionalIndependence(data, screen_rows=1200, random_state=4)
+    rows = np.sort(np.random.RandomState(4).permutation(2400)[:1200])
+    on_sample = ConditionalIndependence(data[rows], random_state=4)
+    clear = tests.test(0, 2, [3])  # x and z, given w, depend on each other
+    assert clear.method == "asymptotic, random frequencies, on 1200 of 2400 rows"
+    assert clear.pvalue <= 1e-5 and clear.pvalue == on_sample.pvalue(0, 2, [3])
+    doubt = tests.test(0, 1, [2])  # x and y given z: independent, tested on every row
+    assert doubt.pvalue == ConditionalIndependence(data, random_state=4).pvalue(0, 1, [2])
+    assert doubt.method == "asymptotic, random frequencies" and doubt.pvalue > 0.01
+    assert ConditionalIndependence(data[:2399], screen_rows=1200).test(0, 2, [3]).method == (
+        "asymptotic, random frequencies"  # fewer than twice the sample's rows
+    )
 
 
 def test_a_cache_of_no_bytes_keeps_nothing(monkeypatch):
@@ -174,6 +228,7 @@ def test_level_given_a_category_holds():
         ({}, ([], "y"), "x and y must each name at least one variable"),
         ({"metric": "hgb"}, None, "The 'metric' parameter of ConditionalIndependence"),
         ({"early_stop": 0}, None, "The 'early_stop' parameter of ConditionalIndependence"),
+        ({"screen_rows": 2}, None, "The 'screen_rows' parameter of ConditionalIndependence"),
         ({"missing": "ignore"}, None, "The 'missing' parameter of ConditionalIndependence"),
     ],
 )
