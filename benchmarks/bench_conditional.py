@@ -32,11 +32,13 @@ e2), ``sign`` (Y = 0.5 sign(Z) e1 + e2: the slope changes sign with Z), ``varian
 many rows, where every test finds the relations above, their powers can still be told apart.
 
 Methods: this package's ``DependenceScorer(metric).test(X, Y, Z=Z)`` with ``"dcor"`` and
-``"adm"``; the partial correlation test (Fisher's z of the residuals of linear regressions on
-Z); causal-learn's kernel conditional independence test (KCI, Zhang et al. 2011) and its
-FastKCI, and its randomized tests RCIT and RCoT (Strobl et al. 2019: random Fourier
-features, for many rows; ``--methods ... rcit rcot``); the ``bench`` extra installs
-causal-learn. KCI is skipped beyond 2,000 rows, where its n x n kernels take minutes. From
+``"adm"``; ``"search"``, the test a causal search asks (``ConditionalIndependence``'s, whose
+distance test is asymptotic from 1,000 rows); the partial correlation test (Fisher's z of
+the residuals of linear regressions on Z); causal-learn's kernel conditional independence
+test (KCI, Zhang et al. 2011) and its FastKCI, and its randomized tests RCIT and RCoT
+(Strobl et al. 2019: random Fourier features, for many rows; ``--methods ... rcit rcot``);
+the ``bench`` extra installs causal-learn. KCI is skipped beyond 2,000 rows, where its
+n x n kernels take minutes. From
 10,000 rows ``"dcor"`` is the asymptotic test (doc/design/asymptotic-conditional-test).
 """
 
@@ -138,10 +140,24 @@ def causal_learn(name, **options):
     return test
 
 
+def in_a_search(x, y, z, seed):
+    """The test a causal search asks: ``ConditionalIndependence``'s, with its defaults (the
+    asymptotic null from 1,000 rows, the early stop, the sample first)."""
+    from sklearn_adm.causal import ConditionalIndependence
+
+    data = np.column_stack([x, y, z])
+    p, q = x.shape[1], y.shape[1]
+    columns = list(range(data.shape[1]))
+    tests = ConditionalIndependence(data, random_state=seed)
+    return tests.pvalue(columns[:p], columns[p : p + q], columns[p + q :])
+
+
 def method(name, seed):
     if name in ("dcor", "adm"):
         scorer = DependenceScorer(name, max_samples=None, random_state=seed)
         return lambda x, y, z: scorer.test(x, y, Z=z).pvalue
+    if name == "search":
+        return lambda x, y, z: in_a_search(x, y, z, seed)
     if name in ("kci", "fastkci", "rcit"):
         return causal_learn(name)
     if name == "rcot":  # RCIT's faster variant, which leaves Z out of the test of the residuals

@@ -1,7 +1,6 @@
 """ConditionalIndependence: the conditional tests that causal discovery asks of one data
 table, many at the cost of few."""
 
-import functools
 import hashlib
 import weakref
 from collections import OrderedDict
@@ -221,14 +220,18 @@ class ConditionalIndependence:
                     "missing='drop' to leave such rows out test by test."
                 )
             missing |= gaps
-        rows = np.flatnonzero(~missing)
-        if len(rows) < 4:
-            raise ValueError(f"Only {len(rows)} rows have every tested variable; 4 needed.")
+        dropped = int(missing.sum())
+        if self._table.n_samples - dropped < 4:
+            raise ValueError(
+                f"Only {self._table.n_samples - dropped} rows have every tested variable; "
+                "4 needed."
+            )
+        rows = np.flatnonzero(~missing) if dropped else slice(None)
         X, Y, Z = (
             np.hstack([self._table.block(j)[rows] for j in part]) if part else None
             for part in positions
         )
-        return X, Y, Z, int(missing.sum())
+        return X, Y, Z, dropped
 
 
 def _as_list(names):
@@ -270,6 +273,7 @@ class SharedTests:
         self.n_permutations, self.early_stop = params["n_permutations"], params["early_stop"]
         self.asymptotic_rows = params["asymptotic_rows"] or np.inf
         self.screen_rows = params["screen_rows"] or np.inf
+        self._samples = {}  # the sample's rows for each number of rows
         self.cache = ConditioningCache(params["cache_bytes"])
 
     def test(self, X, Y, Z=None):
@@ -289,12 +293,13 @@ class SharedTests:
                 return replace(first, method=f"{first.method}, on {len(rows)} of {n} rows")
         return self._test(X, Y, Z)
 
-    @functools.lru_cache(maxsize=4)  # noqa: B019 (one object a search: its rows are kept)
     def _screen(self, n):
         """The rows, in order, of the sample that tests of ``n`` rows first run on: the same
         for every test, so that the work on a conditioning set is shared."""
-        rng = np.random.RandomState(self.scorer.random_state)
-        return np.sort(rng.permutation(n)[: self.screen_rows])
+        if n not in self._samples:
+            rng = np.random.RandomState(self.scorer.random_state)
+            self._samples[n] = np.sort(rng.permutation(n)[: self.screen_rows])
+        return self._samples[n]
 
     def _test(self, X, Y, Z):
         return self.scorer._test_samples(

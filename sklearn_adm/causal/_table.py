@@ -33,6 +33,9 @@ class Table:
             raise ValueError(f"The data need at least 2 variables, got {len(self.names)}.")
         self.n_samples = len(self._blocks[0])
         self._index = {name: j for j, name in enumerate(self.names)}
+        self._missing = [np.isnan(block).any(axis=1) for block in self._blocks]
+        for block in self._blocks:  # handed to every test as they are: nothing may write
+            block.flags.writeable = False
 
     def variable(self, name):
         """The position of the variable ``name`` (a label, or a position of an array)."""
@@ -49,7 +52,7 @@ class Table:
 
     def missing(self, j):
         """Where variable ``j`` is missing: a bool per row."""
-        return np.isnan(self._blocks[j]).any(axis=1)
+        return self._missing[j]
 
 
 def _is_dataframe(data):
