@@ -224,8 +224,7 @@ class ConditionalIndependence:
         dropped = int(missing.sum())
         if self._table.n_samples - dropped < 4:
             raise ValueError(
-                f"Only {self._table.n_samples - dropped} rows have every tested variable; "
-                "4 needed."
+                f"Only {self._table.n_samples - dropped} rows have every tested variable; 4 needed."
             )
         rows = np.flatnonzero(~missing) if dropped else slice(None)
         X, Y, Z = (

@@ -116,21 +116,29 @@ class DistanceStatistic(Statistic):
             statistic, permuted = np.sqrt(statistic), np.sqrt(permuted)
         return two_sample_result(statistic, p, permuted.mean(), len(permuted), method)
 
-    def limit_first(self, X, Y, early_stop):
-        """The first stage of a test of one-dimensional X and Y that stops early, from the
-        statistic's limit (:func:`distance_correlation_limit`) in place of permutations: a
-        result where the gamma law's p-value is above ``early_stop``, or the chi-square
-        bound's at most ``SURE_P``; else None, and the permutations decide. Neither draws
-        from the test's random state: the permutations are a lone test's. A reported
-        p-value at most ``alpha < early_stop`` is the permutations' or the bound's, so the
-        level is at most ``alpha + SURE_P``."""
-        if X.shape[1] != 1 or Y.shape[1] != 1:
-            return None
-        statistic, p_gamma, p_bound, null_mean = distance_correlation_limit(X[:, 0], Y[:, 0])
-        if p_gamma > early_stop:
-            p_value, method = p_gamma, "asymptotic, gamma"
+    def limit_first(self, X, Y, early_stop, rng):
+        """The first stage of a test without Z that stops early, from the statistic's limit
+        (:func:`distance_correlation_limit`) in place of permutations: a result where the
+        chi-square bound's p-value is at most ``SURE_P``, or, for one-dimensional X and Y,
+        where the gamma law's is above ``early_stop``; else None, and the permutations
+        decide. Multivariate X or Y beyond ``ENGINE_ROWS`` rows are read on the random
+        projections the permutations would read (drawn from a copy of ``rng``); below, the
+        permutations decide. Neither draws from ``rng``: the permutations are a lone
+        test's. A reported p-value at most ``alpha < early_stop`` is the permutations' or
+        the bound's, so the level is at most ``alpha + SURE_P``."""
+        method = "asymptotic, {}"
+        if X.shape[1] > 1 or Y.shape[1] > 1:
+            if len(X) <= ENGINE_ROWS:
+                return None
+            draws = np.random.RandomState()
+            draws.set_state(rng.get_state())
+            X, Y = _projected(X, draws), _projected(Y, draws)
+            method += ", random projections"
+        statistic, p_gamma, p_bound, null_mean = distance_correlation_limit(X, Y)
+        if p_gamma is not None and p_gamma > early_stop:
+            p_value, method = p_gamma, method.format("gamma")
         elif p_bound <= SURE_P:
-            p_value, method = p_bound, "asymptotic, chi-square bound"
+            p_value, method = p_bound, method.format("chi-square bound")
         else:
             return None
         if not self.squared:

@@ -366,7 +366,7 @@ class DependenceScorer(BaseEstimator):
         if statistic.asymptotic and len(X) >= asymptotic_rows and Z:
             return statistic.asymptotic_test(X, Y, Z[0], rng, shared)
         if statistic.asymptotic and len(X) >= asymptotic_rows and early_stop is not None:
-            result = statistic.limit_first(X, Y, early_stop)
+            result = statistic.limit_first(X, Y, early_stop, rng)
             if result is not None:
                 return result
         if Z:

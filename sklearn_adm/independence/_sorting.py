@@ -425,33 +425,39 @@ def permuted_by_sorting(X, Y, orders, sweeps=None):
     return float(statistics[0]), statistics[1:]
 
 
-def distance_correlation_limit(x, y):
-    """The squared distance correlation of the columns ``x`` and ``y`` and two p-values of
-    their independence from its limit, after one sort of each: ``(statistic, p_gamma,
-    p_bound, null_mean)``.
+def distance_correlation_limit(X, Y):
+    """The statistic of :func:`permuted_by_sorting` of the columns of ``X`` and ``Y``
+    ``(n, k)``, paired one by one, and two p-values of their independence from its limit,
+    after one sort of each column: ``(statistic, p_gamma, p_bound, null_mean)``.
 
-    Under independence ``T / n``, with ``T = n^2 dCov^2``, tends to ``sum_j l_j N_j^2``
-    (Székely et al. 2007, Theorem 5), with ``sum_j l_j = E|x - x'| E|y - y'|`` and
-    ``sum_j l_j^2 = dVar^2(x) dVar^2(y)``. ``p_gamma`` is the tail of the gamma law of the
-    same mean and variance (as Gretton et al. 2008 approximate HSIC's null), with the mean
-    ``E[T] = a.. b.. / (n^2 (n - 1))`` of ``T`` over the rows' permutations. ``p_bound`` is
-    that of ``T / E[T]`` against chi-square with one degree of freedom, whose tail bounds
-    the limit's for any weights at p-values up to 0.215 (Székely & Bakirov 2003): valid, and
-    far above the true p-value unless one weight carries the sum. ``null_mean``:
-    ``E[T]`` as a squared correlation."""
-    n = len(x)
-    columns, variances = _sorted_columns(np.column_stack([x, y]))
-    covariance = _covariances_serial(columns, np.array([[0, 1]]), _UNMOVED, True)[0, 0]
-    scale = np.sqrt(max(variances[0] * variances[1], 0.0))
+    Under independence ``T / n``, with ``T = n^2 dCov^2`` of a pair, tends to
+    ``sum_j l_j N_j^2`` (Székely et al. 2007, Theorem 5), with ``sum_j l_j = E|x - x'|
+    E|y - y'|`` and ``sum_j l_j^2 = dVar^2(x) dVar^2(y)``; the sum of the pairs' ``T`` is
+    again a quadratic form of a Gaussian limit, ``sum_j m_j N_j^2``. ``p_gamma`` (one pair
+    only; None for more, whose variance needs the pairs' cross terms) is the tail of the
+    gamma law of the limit's mean and variance (as Gretton et al. 2008 approximate HSIC's
+    null), with the mean ``E[T] = a.. b.. / (n^2 (n - 1))`` of ``T`` over the rows'
+    permutations. ``p_bound`` is that of ``sum T / sum E[T]`` against chi-square with one
+    degree of freedom, whose tail bounds such a limit's for any weights at p-values up to
+    0.215 (Székely & Bakirov 2003): valid, and far above the true p-value unless one
+    weight carries the sum. ``null_mean``: ``sum E[T]`` on the statistic's scale."""
+    X, Y = np.asarray(X).reshape(len(X), -1), np.asarray(Y).reshape(len(Y), -1)
+    n, count = X.shape
+    columns, variances = _sorted_columns(np.hstack([X, Y]))
+    pairs = np.column_stack([np.arange(count), count + np.arange(count)])
+    covariance = _covariances_serial(columns, pairs, _UNMOVED, True)[0].sum()
+    scale = np.sqrt(np.maximum(variances[:count] * variances[count:], 0.0)).sum()
     totals = columns[4][:, 1]
-    mean = totals[0] * totals[1] / (n**2 * (n - 1))
+    mean = (totals[:count] * totals[count:]).sum() / (n**2 * (n - 1))
     if scale == 0 or mean <= 0:  # a constant sample: no dependence to measure
         return 0.0, 1.0, 1.0, 0.0
-    spread = 2 * variances[0] * variances[1] / n**2  # the variance of T
     statistic = max(covariance, 0.0)
-    p_gamma = stats.gamma.sf(statistic, mean**2 / spread, scale=spread / mean)
-    p_bound = stats.chi2.sf(statistic / mean, 1)
-    return statistic / scale, float(p_gamma), float(p_bound), mean / scale
+    p_gamma = None
+    if count == 1:
+        spread = 2 * variances[0] * variances[1] / n**2  # the variance of T
+        p_gamma = float(stats.gamma.sf(statistic, mean**2 / spread, scale=spread / mean))
+    p_bound = float(stats.chi2.sf(statistic / mean, 1))
+    return statistic / scale, p_gamma, p_bound, mean / scale
 
 
 def one_vs_rest_by_projections(Z, n_projections, rng):

@@ -84,6 +84,24 @@ def test_without_z_the_limit_decides_the_clear_cases_and_the_permutations_the_re
     assert weak.pvalue == lone.test(data[:, [0]], data[:, [2]]).pvalue
 
 
+def test_without_z_a_category_is_read_on_the_projections_of_its_permutation_test():
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(8)
+    codes = rng.integers(0, 3, 9000)  # beyond ENGINE_ROWS: the test reads projections
+    frame = pd.DataFrame(
+        {"c": pd.Categorical(codes), "x": codes + rng.normal(size=9000), "w": rng.normal(size=9000)}
+    )
+    tests = ConditionalIndependence(frame, random_state=0)
+    sure = tests.test("c", "x")
+    assert sure.method == "asymptotic, chi-square bound, random projections"
+    assert sure.pvalue <= 1e-5
+    # no gamma law for many columns: the permutations decide, on the same projections
+    doubt = tests.test("c", "w")
+    permuted = ConditionalIndependence(frame, random_state=0, asymptotic_rows=None).test("c", "w")
+    assert doubt.method == permuted.method == "permutation, random projections"
+    assert doubt.pvalue == permuted.pvalue and doubt.statistic == permuted.statistic
+
+
 def test_without_z_a_search_keeps_its_level():
     """Under independence, at 1,000 rows (the limit first) the p-value is at most alpha at
     most alpha of the time (four binomial standard errors), for marginals of heavy and
