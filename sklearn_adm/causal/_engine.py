@@ -77,10 +77,10 @@ class ConditionalIndependence:
         stage from the statistic's limit. None: never.
     screen_rows : int or None, default=5000
         With at least twice as many rows, a distance test given ``z`` first runs on this
-        many rows (if at least ``asymptotic_rows``: the sample's test is asymptotic) drawn
-        once for all tests; where its p-value is at most 1e-5 it is the
-        result (``result.method`` names the rows), else the test runs on all rows. None:
-        every test on all rows.
+        many rows (if at least ``asymptotic_rows``: the sample's test is asymptotic), drawn
+        once for all tests; where its p-value is at most 1e-5 it is the result
+        (``result.method`` names the rows), else the test runs on all rows. None: every
+        test on all rows.
     missing : {"error", "drop"}, default="error"
         What a missing value in a tested variable does: ``"error"`` raises a ValueError
         naming the variable; ``"drop"`` leaves that row out of that test only (the result's
