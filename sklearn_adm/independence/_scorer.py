@@ -365,14 +365,14 @@ class DependenceScorer(BaseEstimator):
         given = scaled = None
         if statistic.asymptotic and len(X) >= asymptotic_rows and Z:
             return statistic.asymptotic_test(X, Y, Z[0], rng, shared)
-        if statistic.asymptotic and len(X) >= asymptotic_rows and early_stop is not None:
-            result = statistic.limit_first(X, Y, early_stop, rng)
-            if result is not None:
-                return result
         if Z:
             given, X, Y, scaled = residuals_given(X, Y, Z[0], rng, shared, statistic.reads_z)
         XY, rng, device = self._prepare(np.hstack([X, Y]), rng)  # every statistic is invariant
         X, Y = XY[:, : X.shape[1]], XY[:, X.shape[1] :]  # to the scale of X and of Y
+        if not Z and statistic.asymptotic and len(X) >= asymptotic_rows and early_stop is not None:
+            result = statistic.limit_first(X, Y, early_stop, rng)
+            if result is not None:
+                return result
         return statistic.test_samples(
             X, Y, given, n_permutations, rng, device, scaled=scaled, early_stop=early_stop
         )
