@@ -13,7 +13,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _num_samples, check_array
 
 from .._data.chunked import ChunkedArray, check_chunk_sizes, is_chunked, read_rows
-from .._data.scaling import rescaled
+from .._data.scaling import magnitude, rescaled
 from .._runtime.device import resolve_device
 from ._conditional_test import Afresh, residuals_given
 from ._critic_statistic import CRITIC_DEFAULTS, CriticStatistic
@@ -367,8 +367,10 @@ class DependenceScorer(BaseEstimator):
             return statistic.asymptotic_test(X, Y, Z[0], rng, shared)
         if Z:
             given, X, Y, scaled = residuals_given(X, Y, Z[0], rng, shared, statistic.reads_z)
-        XY, rng, device = self._prepare(np.hstack([X, Y]), rng)  # every statistic is invariant
-        X, Y = XY[:, : X.shape[1]], XY[:, X.shape[1] :]  # to the scale of X and of Y
+        # every statistic is invariant to the scale of X and of Y: each to entries of at most
+        # 1 (X of 1e200 beside Y of 1 would leave Y's squares at 0 in one scale)
+        XY, rng, device = self._prepare(np.hstack([X / magnitude(X), Y / magnitude(Y)]), rng)
+        X, Y = XY[:, : X.shape[1]], XY[:, X.shape[1] :]
         if not Z and statistic.asymptotic and len(X) >= asymptotic_rows and early_stop is not None:
             result = statistic.limit_first(X, Y, early_stop, rng)
             if result is not None:

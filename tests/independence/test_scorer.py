@@ -278,6 +278,21 @@ def test_any_finite_scale_gives_the_same_answer(metric, factor):
     assert np.all(np.isfinite(scorer.pairwise(Z[:, :2] * factor)))
 
 
+@pytest.mark.parametrize("metric", ["dcor", "pearson"])
+def test_two_samples_of_far_apart_scales_are_tested_as_at_one_scale(metric):
+    """X of 1e200 beside Y of 1: each sample is brought to its own scale, so that Y's
+    squares do not underflow to 0 (a statistic of 0 and a p-value of 1 before)."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(400, 1))
+    y = x + 0.5 * rng.normal(size=(400, 1))
+    scorer = DependenceScorer(metric, max_samples=None, random_state=0)
+    reference = scorer.test(x, y, n_permutations=50)
+    for X, Y in [(x * 1e200, y), (x, y * 1e-200)]:
+        result = scorer.test(X, Y, n_permutations=50)
+        assert result.statistic == pytest.approx(reference.statistic, rel=1e-9)
+        assert result.pvalue == reference.pvalue < 0.05
+
+
 def test_hgb_judge_reads_mean_and_spread_dependence(rng):
     """Trees see x from x^2 only through the square; independent columns read about 0."""
     x = rng.uniform(-1, 1, size=3000)
