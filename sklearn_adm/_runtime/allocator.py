@@ -12,6 +12,7 @@ page ``doc/design/process.md`` has the measurements).
 """
 
 import ctypes
+import functools
 import os
 import sys
 import threading
@@ -29,6 +30,7 @@ _VARIABLES = {
 }
 
 
+@functools.cache
 def _libc():
     """glibc (its ``mallopt`` and ``malloc_trim``), or None on another C library or
     system."""
@@ -69,11 +71,10 @@ _active = 0
 @contextmanager
 def training_allocations():
     """Raise glibc's thresholds for the duration of a fit where the environment fixed them,
-        and put the environment's values back when the last of the fits that raised them ends
-        (they are process-wide). When the last fit ends, hand the memory freed back to the system
+    and put the environment's values back when the last of the fits that raised them ends
+    (they are process-wide). When the last fit ends, hand the memory freed back to the system
     (glibc's ``malloc_trim``): what threads other than the main one freed stays with the
-    process otherwise, 0.29 GB after PICA on a Zarr array of 1,000,000 x 384 rows. With another
-    C library, do nothing."""
+    process otherwise (design/out-of-core-arrays). With another C library, do nothing."""
     global _active
     libc = _libc()
     resting = None if libc is None else _environment_thresholds()

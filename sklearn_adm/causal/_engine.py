@@ -273,6 +273,10 @@ class SharedTests:
         self.n_permutations, self.early_stop = params["n_permutations"], params["early_stop"]
         self.asymptotic_rows = params["asymptotic_rows"] or np.inf
         self.screen_rows = params["screen_rows"] or np.inf
+        # a sample's test is asymptotic (decisive p-values) only for a distance statistic
+        self._screens = self.scorer._statistic().asymptotic and (
+            self.asymptotic_rows <= self.screen_rows
+        )
         self._samples = {}  # the sample's rows for each number of rows
         self.cache = ConditioningCache(params["cache_bytes"])
 
@@ -285,8 +289,7 @@ class SharedTests:
         if Z is not None and Z.shape[1] == 0:
             Z = None
         n = len(X)
-        screens = self.scorer._statistic().asymptotic and self.asymptotic_rows <= self.screen_rows
-        if Z is not None and screens and n >= 2 * self.screen_rows:
+        if Z is not None and self._screens and n >= 2 * self.screen_rows:
             rows = self._screen(n)
             first = self._test(X[rows], Y[rows], Z[rows])
             if first.pvalue <= SURE_P:

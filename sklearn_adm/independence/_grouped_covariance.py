@@ -126,13 +126,12 @@ def _morton_code(Z):
 
 
 def frequency_features(A, n_frequencies, rng, out=None):
-    """``cos(A s_k)`` and ``sin(A s_k)`` ``(n, 2 n_frequencies)`` (into ``out`` where
-    given) at frequencies ``s_k``
-    drawn from the multivariate Cauchy density, each weighted by ``sqrt(1 + 1 / |s_k|^2)``:
-    for one column, the distance covariance's weight ``1 / s^2`` over that density, so that
-    the features' covariances average to the distance covariance (Székely et al. 2007,
-    eq. 2.5). The weights keep the features bounded by ``1 + |A|``, for any number of
-    columns; a low frequency's sine is nearly the column itself."""
+    """``cos(A s_k)`` and ``sin(A s_k)`` ``(n, 2 n_frequencies)`` (into ``out`` where given) at
+    frequencies ``s_k`` drawn from the multivariate Cauchy density, each weighted by
+    ``sqrt(1 + 1 / |s_k|^2)``: for one column, the distance covariance's weight ``1 / s^2``
+    over that density, so that the features' covariances average to the distance covariance
+    (Székely et al. 2007, eq. 2.5). The weights keep the features bounded by ``1 + |A|``,
+    for any number of columns; a low frequency's sine is nearly the column itself."""
     frequencies = rng.standard_normal((A.shape[1], n_frequencies))
     frequencies /= np.abs(rng.standard_normal(n_frequencies))  # a normal over |normal|: Cauchy
     weights = np.sqrt(1 + 1 / np.sum(frequencies**2, axis=0))
@@ -144,14 +143,13 @@ def frequency_features(A, n_frequencies, rng, out=None):
 
 
 def grouped_covariance_test(U, V, groups):
-    """The test of step 5 on features ``U`` ``(n, p)`` and ``V`` ``(n, q)`` whose rows are in
-    the order of ``groups`` (consecutive labels), float64 arrays that it centres within
-    their groups in place: ``(statistic, p_value, null_mean)``, the
-    p-value the smaller of the sum's and the largest product's, doubled. The
-    statistic is the squared correlation of the features (their cross-covariance's squared
-    Frobenius norm over the product of their covariances' norms, as distance correlation
-    normalises distance covariance), within groups, in [0, 1]; ``null_mean`` its mean under
-    conditional independence."""
+    """The test of step 5 on features ``U`` ``(n, p)`` and ``V`` ``(n, q)`` whose rows are in the
+    order of ``groups`` (consecutive labels), float64 arrays that it centres within their
+    groups in place: ``(statistic, p_value, null_mean)``, the p-value the smaller of the
+    sum's and the largest product's, doubled. The statistic is the squared correlation of
+    the features (their cross-covariance's squared Frobenius norm over the product of their
+    covariances' norms, as distance correlation normalises distance covariance), within
+    groups, in [0, 1]; ``null_mean`` its mean under conditional independence."""
     n = len(U)
     sizes = np.bincount(groups)
     starts = np.cumsum(sizes) - sizes
@@ -195,8 +193,8 @@ def _group_products(U, V, starts, sizes, sums):
     """In place, ``U`` and ``V`` less their groups' means (the groups: runs of ``sizes``
     rows from ``starts``), and into ``sums`` ``(groups, p q)`` each group's sum of the
     products ``u v^T``, flattened; returns the largest absolute group mean of each feature
-    of ``U`` and of ``V``. One pass over the rows, each read in order: numpy's padded
-    batches of small products took twice as long."""
+    of ``U`` and of ``V``. One pass over the rows, each read in order (numpy's batches of
+    small products: design/asymptotic-conditional-test)."""
     p, q = U.shape[1], V.shape[1]
     largest_u, largest_v = np.zeros(p), np.zeros(q)
     means_u, means_v = np.empty(p), np.empty(q)

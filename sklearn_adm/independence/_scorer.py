@@ -363,7 +363,7 @@ class DependenceScorer(BaseEstimator):
         statistic = self._statistic()
         shared = Afresh() if shared is None else shared
         given = scaled = None
-        if statistic.asymptotic and len(X) >= asymptotic_rows and Z:
+        if Z and statistic.asymptotic and len(X) >= asymptotic_rows:
             return statistic.asymptotic_test(X, Y, Z[0], rng, shared)
         if Z:
             given, X, Y, scaled = residuals_given(X, Y, Z[0], rng, shared, statistic.reads_z)
