@@ -40,10 +40,9 @@ class ConditionalIndependence:
     :meth:`DependenceScorer.test(X, Y, Z=Z) <sklearn_adm.DependenceScorer.test>` on all the
     rows, but what depends on ``z`` alone (its groups of nearly equal values, the
     regressions of each variable on it, their residuals) is computed once for every pair
-    tested given it, and kept within ``cache_bytes``. A distance test also stops after its
-    first 39 permutations (without ``z``, from ``asymptotic_rows`` rows: after its
-    statistic's limit) where their p-value is above ``early_stop``, and a test given ``z``
-    runs first on a sample of ``screen_rows`` rows: most tests of a causal search are of
+    tested given it, and kept within ``cache_bytes``. A null test also stops early
+    (``early_stop``), and a test given ``z`` runs first on a sample of ``screen_rows``
+    rows: most tests of a causal search are of
     pairs whose p-value is far from any level, which need no fine p-value. The adapters for
     causal-learn, pgmpy and tigramite run on this class.
 
@@ -62,13 +61,17 @@ class ConditionalIndependence:
         Permutations of a test that draws them (below 10,000 rows, or a test without a
         conditioning set); the smallest p-value is ``1 / (n_permutations + 1)``.
     early_stop : float or None, default=0.2
-        A distance test stops after its first 39 permutations (without ``z``, from
-        ``asymptotic_rows`` rows: after the gamma law that approximates its statistic's
-        limit) where their p-value is above this; without ``z`` it also stops where a valid
-        bound of the limit's tail is at most 1e-5. The p-value stays valid (at most
-        ``alpha`` with probability at most ``alpha`` under independence, or ``alpha + 1e-5``
-        where the bound stops it, for any ``alpha`` below this); None draws every
-        permutation.
+        How null tests stop early. A test of one statistic (without ``z``, or the
+        ``"pearson"`` metric) stops at the ``h``-th permutation whose statistic reaches the
+        observed one, ``h = floor(40 early_stop)`` (8), with the p-value ``h / L`` after
+        ``L`` permutations (Besag & Clifford, 1991); at every level below
+        ``h / n_permutations`` it decides as the full test. A distance test given ``z``
+        stops after its first 39 permutations where their p-value is above this. Without
+        ``z``, from ``asymptotic_rows`` rows, the statistic's limit comes first: the test
+        stops where the gamma law that approximates it gives a p-value above this, or where
+        a valid bound of its tail is at most 1e-5. The p-value stays valid (at most ``alpha``
+        with probability at most ``alpha`` under independence, or ``alpha + 1e-5`` where the
+        bound stops it, for any ``alpha`` below this); None draws every permutation.
     asymptotic_rows : int, default=1000
         Rows from which a distance test given ``z`` draws no permutations and reads its
         p-value from the asymptotic null (``result.method`` says which); a lone

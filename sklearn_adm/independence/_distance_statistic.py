@@ -17,14 +17,14 @@ from ._permutation import (
     group_permutations,
     inverse_permutations,
     largest_p_value,
-    p_values,
+    sequential_test,
     staged_test,
 )
 from ._result import two_sample_result
 from ._sorting import (
     distance_correlation_limit,
     distance_correlation_pairwise,
-    permuted_by_sorting,
+    sorted_permutations,
 )
 from ._statistic import Statistic
 
@@ -67,7 +67,7 @@ class DistanceStatistic(Statistic):
     def test_samples(self, X, Y, given, n_permutations, rng, device, scaled=None, early_stop=None):
         """Without Z (``given`` None) the statistic is the squared distance correlation of X
         and Y, permuted among all rows; for one-dimensional X and Y, by sorting
-        (:func:`permuted_by_sorting`), and for multivariate X or Y beyond ``ENGINE_ROWS``
+        (:func:`sorted_permutations`), and for multivariate X or Y beyond ``ENGINE_ROWS``
         rows, that of random projections of each (:func:`_projected`). Given Z, the p-value
         is that of the largest of four statistics, each standardised over the permutations
         (:func:`~._permutation.largest_p_value`): that one over all rows (over random unions
@@ -90,10 +90,12 @@ class DistanceStatistic(Statistic):
         unions = None
         if given is not None and not paired and n > _FULL_ROWS:
             unions = random_unions(given.blocks, _UNION_ROWS, rng)
+        if paired:  # one sort, and the threads chosen for all the test's sweeps
+            sorted_observed, sorted_permuted = sorted_permutations(X, Y, n_permutations + 1)
 
         def statistics(orders):
-            if paired:  # the threads chosen for all the test's sweeps
-                observed, permuted = permuted_by_sorting(X, Y, orders, n_permutations + 1)
+            if paired:
+                observed, permuted = sorted_observed, sorted_permuted(orders)
             elif unions is not None:
                 observed, permuted = blockwise_distance_correlation(X, Y, unions, orders)
             else:
@@ -105,12 +107,12 @@ class DistanceStatistic(Statistic):
                 permuted = np.hstack([permuted, local_permuted])
             return observed, permuted
 
-        def p_value(observed, permuted):
-            if given is None:
-                return p_values(observed[0], permuted[:, 0])
-            return largest_p_value(observed, permuted)
-
-        observed, permuted, p = staged_test(statistics, p_value, orders, n_permutations, early_stop)
+        if given is None:
+            observed, permuted, p = sequential_test(statistics, orders, n_permutations, early_stop)
+        else:
+            observed, permuted, p = staged_test(
+                statistics, largest_p_value, orders, n_permutations, early_stop
+            )
         statistic, permuted = observed[0], permuted[:, 0]
         if not self.squared:
             statistic, permuted = np.sqrt(statistic), np.sqrt(permuted)

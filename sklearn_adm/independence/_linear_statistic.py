@@ -4,7 +4,7 @@ canonical correlation of two samples."""
 
 import numpy as np
 
-from ._permutation import group_permutations, p_values, staged_test
+from ._permutation import group_permutations, sequential_test
 from ._result import two_sample_result
 from ._statistic import Statistic
 
@@ -33,9 +33,7 @@ class PearsonStatistic(Statistic):
             permuted = [canonical_correlation(X, Y[order]) for order in orders]
             return np.array([canonical_correlation(X, Y)]), np.reshape(permuted, (-1, 1))
 
-        observed, permuted, p = staged_test(
-            statistics, lambda o, p: p_values(o[0], p[:, 0]), orders, n_permutations, early_stop
-        )
+        observed, permuted, p = sequential_test(statistics, orders, n_permutations, early_stop)
         method = "permutation" if groups is None else "local permutation"
         return two_sample_result(observed[0], p, permuted.mean(), len(permuted), method)
 

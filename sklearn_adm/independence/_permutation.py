@@ -1,8 +1,8 @@
 """The permutation engine every test of :class:`~sklearn_adm.DependenceScorer` runs on: the
 orders of the rows (among all rows, within groups, the held-out rows apart), p-values with
 the observed data counted as one permutation, the largest of several standardised
-statistics, and a test that draws its permutations in two stages and may stop after the
-first.
+statistics, and tests that may stop early: one statistic's when enough permutations reach
+it, several statistics' after a first stage.
 
 A test gives the engine ``statistics(orders)``, which returns the observed statistics
 ``(k,)`` and those with Y's rows (or each column) in each of ``orders`` ``(len(orders), k)``;
@@ -10,6 +10,7 @@ the permutations' mean is the estimator's floor, the value independent data of t
 marginals and size get."""
 
 import itertools
+import math
 
 import numpy as np
 
@@ -107,6 +108,39 @@ def staged_test(statistics, p_value, orders, n_permutations, early_stop=None):
         permuted = np.vstack([permuted, statistics(rest)[1]])
         p = p_value(observed, permuted)
     return observed, permuted, p
+
+
+def sequential_test(statistics, orders, n_permutations, early_stop=None):
+    """The observed statistic ``(1,)``, the permuted ones ``(drawn, 1)`` and the p-value of a
+    test of one statistic on the permutations ``orders`` (an array, or blocks of one from
+    :func:`inverse_permutations`), read a block at a time.
+
+    ``early_stop``: the test stops at the ``h``-th permuted statistic that reaches the
+    observed one, ``h`` the count that puts the p-value of ``FIRST_STAGE`` permutations
+    above ``early_stop`` (None: never stops), and its p-value is ``h / L`` after ``L``
+    permutations: Besag & Clifford's (1991) sequential p-value, valid at every alpha. A test
+    that reaches ``n_permutations`` returns the full test's p-value. A stopped test had at
+    least ``h`` of the full test's permutations reach its statistic: at every alpha below
+    ``h / n_permutations`` it decides as the full test, on the same draws."""
+    needed = math.inf if early_stop is None else max(1, math.floor(early_stop * (FIRST_STAGE + 1)))
+    parts = (
+        (orders[:FIRST_STAGE], orders[FIRST_STAGE:])
+        if isinstance(orders, np.ndarray)
+        else ([block] for block in orders)
+    )
+    drawn, reached = [], 0
+    for part in parts:
+        if len(part) == 0:
+            continue
+        observed, permuted = statistics(part)
+        drawn.append(permuted)
+        reaching = reached + np.cumsum(permuted[:, 0] >= observed[0] - 1e-12)
+        if reaching[-1] >= needed:
+            stop = sum(map(len, drawn)) - len(permuted) + int(np.argmax(reaching >= needed)) + 1
+            return observed, np.vstack(drawn)[:stop], needed / stop
+        reached = reaching[-1]
+    permuted = np.vstack(drawn)
+    return observed, permuted, float(p_values(observed[0], permuted[:, 0]))
 
 
 def _stages(orders, first):

@@ -340,9 +340,9 @@ class DependenceScorer(BaseEstimator):
         """:meth:`test` of two samples. ``shared`` computes what depends on Z alone and the
         samples' residuals given Z (:class:`~._conditional_test.Afresh`, or a cache of them
         for many tests given one Z); ``early_stop``: see
-        :func:`~._permutation.staged_test`; from ``asymptotic_rows`` rows a statistic with
-        an asymptotic test uses it given Z, and without Z, where the test stops early, its
-        limit as the first stage."""
+        :func:`~._permutation.sequential_test` and :func:`~._permutation.staged_test`; from
+        ``asymptotic_rows`` rows a statistic with an asymptotic test uses it given Z, and
+        without Z, where the test stops early, its limit as the first stage."""
         samples = [X, Y] if Z is None else [X, Y, Z]
         for A in samples:
             check_chunk_sizes(A)

@@ -25,7 +25,6 @@ test's permutations) run in parallel. dcor's ``method="avl"`` (Huo & Székely 20
 the same statistic and sorts both columns at every call.
 """
 
-import itertools
 from concurrent.futures import ThreadPoolExecutor
 
 import numba
@@ -41,7 +40,7 @@ __all__ = [
     "distance_correlation_limit",
     "distance_correlation_pairwise",
     "one_vs_rest_by_projections",
-    "permuted_by_sorting",
+    "sorted_permutations",
 ]
 
 
@@ -386,47 +385,48 @@ def distance_correlation_pairwise(Z, *, squared=False):
     return result if squared else np.sqrt(result)
 
 
-def permuted_by_sorting(X, Y, orders, sweeps=None):
+def sorted_permutations(X, Y, sweeps):
     """The squared distance correlation of the columns of ``X`` and ``Y``
-    ``(n_samples, n_pairs)`` paired one by one, and with ``Y``'s rows in each of ``orders``,
-    in ``O(n log n)`` a pair and permutation after one sort of each column, in parallel.
+    ``(n_samples, n_pairs)`` paired one by one, after one sort of each column, and a function
+    that gives it with ``Y``'s rows in each of ``orders``, in ``O(n log n)`` a pair and
+    permutation, in parallel.
 
     ``orders`` is an ``(n_permutations, n_samples)`` array, or an iterable of such blocks,
     read one at a time (a million rows' orders take 8 MB each). With one pair the statistic
     is the squared distance correlation (``permuted_distance_correlation``'s); with more,
     ``sum_k dCov^2(x_k, y_k) / sum_k dVar(x_k) dVar(y_k)``, in [0, 1]. ``sweeps``: the
-    sweeps of every column pair of the whole test, which share one choice of threads (None:
-    those of ``orders`` where it is an array, else of the observed data and one block).
+    sweeps of every column pair of the whole test, the observed one included, which share
+    one choice of threads.
 
     Returns
     -------
     observed : float
-    permuted : ndarray of shape (n_permutations,)
+    permuted : callable, from ``orders`` to an ndarray of shape (n_permutations,)
     """
     X, Y = np.asarray(X).reshape(len(X), -1), np.asarray(Y).reshape(len(Y), -1)
     columns, variances = _sorted_columns(np.hstack([X, Y]))
     n, count = X.shape
     pairs = np.column_stack([np.arange(count), count + np.arange(count)])
-    blocks = [orders] if isinstance(orders, np.ndarray) else orders
-    if sweeps is None:
-        sweeps = 1 + len(orders) if isinstance(orders, np.ndarray) else 2
-    with numba_kernel(n * count * _SWEEP_WORK, *_KERNELS, calls=sweeps) as kernel:
-        threads = numba.get_num_threads()
-        covariances = np.concatenate(
-            [
-                kernel(columns, pairs, np.ascontiguousarray(moves, dtype=np.intp), True, threads)
-                for moves in itertools.chain([np.arange(n)[None]], blocks)
-            ]
-        ).sum(axis=1)
     scale = np.sqrt(np.maximum(variances[:count] * variances[count:], 0.0)).sum()
-    if scale == 0:  # a constant sample: no dependence to measure
-        return 0.0, np.zeros(len(covariances) - 1)
-    statistics = np.maximum(covariances, 0.0) / scale
-    return float(statistics[0]), statistics[1:]
+
+    def permuted(orders):
+        blocks = [orders] if isinstance(orders, np.ndarray) else orders
+        with numba_kernel(n * count * _SWEEP_WORK, *_KERNELS, calls=sweeps) as kernel:
+            threads = numba.get_num_threads()
+            covariances = [
+                kernel(columns, pairs, np.ascontiguousarray(moves, dtype=np.intp), True, threads)
+                for moves in blocks
+            ]
+        covariances = np.concatenate(covariances).sum(axis=1)
+        if scale == 0:  # a constant sample: no dependence to measure
+            return np.zeros(len(covariances))
+        return np.maximum(covariances, 0.0) / scale
+
+    return float(permuted(np.arange(n)[None])[0]), permuted
 
 
 def distance_correlation_limit(X, Y):
-    """The statistic of :func:`permuted_by_sorting` of the columns of ``X`` and ``Y``
+    """The statistic of :func:`sorted_permutations` of the columns of ``X`` and ``Y``
     ``(n, k)``, paired one by one, and two p-values of their independence from its limit,
     after one sort of each column: ``(statistic, p_gamma, p_bound, null_mean)``.
 

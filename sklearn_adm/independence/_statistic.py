@@ -53,5 +53,6 @@ class Statistic:
         :class:`~sklearn_adm.independence._conditional.LocalConditioning` whose groups the
         permutations keep; ``scaled``: the residuals over their scale given Z, for a
         statistic that ``reads_z``; ``early_stop``: see
-        :func:`~._permutation.staged_test`."""
+        :func:`~._permutation.sequential_test` (one statistic) and
+        :func:`~._permutation.staged_test` (several)."""
         raise NotImplementedError

@@ -153,36 +153,49 @@ def test_test_pairs_is_each_pairs_test():
     assert [result.pvalue for result in batch] == [tests.pvalue(x, y, [2]) for x, y in pairs]
 
 
-def test_early_stop_returns_the_first_stage_or_the_full_test():
+def test_early_stop_is_sequential_for_one_statistic_and_staged_for_several():
     rng = np.random.default_rng(2)
     data = chain(500, rng)
     full = ConditionalIndependence(data, early_stop=None)
     early = ConditionalIndependence(data, early_stop=0.2)
-    for x, y, z in [(0, 1, []), (0, 3, []), (0, 1, [2]), (3, 1, [2]), (0, 2, [])]:
-        drawn, complete = early.test(x, y, z), full.test(x, y, z)
+    # without z, one statistic: the test stops at the 8th permutation that reaches it (8 of
+    # 40 put the first 39's p-value above 0.2), with Besag & Clifford's p-value
+    for x, y in [(0, 1), (0, 3), (1, 3), (2, 3), (0, 2)]:
+        drawn, complete = early.test(x, y), full.test(x, y)
+        if drawn.n_permutations < 200:
+            assert drawn.pvalue == 8 / drawn.n_permutations
+            assert complete.pvalue >= 9 / 201  # at least 8 of the same draws reached it
+        else:  # the same draws: the full test's p-value
+            assert drawn.pvalue == complete.pvalue
+    assert early.test(0, 2).n_permutations == 200  # strongly dependent: every permutation
+    assert early.test(0, 3).n_permutations < 39  # independent: fewer than the first stage
+    # given z, several statistics: the first 39 permutations, or all 200
+    for x, y in [(0, 1), (3, 1), (0, 3)]:
+        drawn, complete = early.test(x, y, [2]), full.test(x, y, [2])
         if drawn.n_permutations == 39:  # stopped: the first 39 permutations' p-value
             assert drawn.pvalue > 0.2 and drawn.pvalue == pytest.approx(
                 round(drawn.pvalue * 40) / 40
             )
-        else:  # the same draws: the full test's p-value
+        else:
             assert drawn.n_permutations == 200 and drawn.pvalue == complete.pvalue
-    assert early.test(0, 2).n_permutations == 200  # strongly dependent: every permutation
-    assert early.test(0, 3).n_permutations == 39
+    assert early.test(0, 1, [2]).n_permutations == 39
+    assert early.test(0, 2, [3]).n_permutations == 200  # dependent given w
 
 
 def test_early_stop_keeps_the_level_at_every_alpha():
     """Under independence the p-value is at most alpha at most alpha of the time, below and
     above the stopping threshold (four binomial standard errors)."""
     rng = np.random.default_rng(3)
-    p_values = np.array(
-        [
-            ConditionalIndependence(rng.normal(size=(80, 2)), random_state=seed).pvalue(0, 1)
-            for seed in range(300)
-        ]
-    )
+    results = [
+        ConditionalIndependence(rng.normal(size=(80, 2)), random_state=seed).test(0, 1)
+        for seed in range(300)
+    ]
+    p_values = np.array([result.pvalue for result in results])
     for alpha in (0.05, 0.1, 0.3, 0.5):
         assert np.mean(p_values <= alpha) <= alpha + 4 * np.sqrt(alpha * (1 - alpha) / 300)
-    assert np.mean(p_values > 0.2) > 0.6  # most null tests stop early
+    # null tests stop early: at the 8th of L permutations reaching the statistic, L about
+    # 8 / U for U uniform, 33 on average
+    assert np.mean([result.n_permutations for result in results]) < 45
 
 
 def test_missing_values_raise_or_are_left_out_test_by_test():

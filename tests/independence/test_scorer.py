@@ -441,13 +441,14 @@ def test_two_one_dimensional_samples_are_tested_by_sorting_as_by_the_engine(rng)
     same permutations (dcor's test's, for the same seed), to 1e-10."""
     from sklearn_adm.independence._distance import permuted_distance_correlation
     from sklearn_adm.independence._permutation import inverse_permutations
-    from sklearn_adm.independence._sorting import permuted_by_sorting
+    from sklearn_adm.independence._sorting import sorted_permutations
 
     x = rng.uniform(-1, 1, size=1500)
     y = np.round(np.cos(4 * x) + rng.normal(size=1500), 1)  # ties in y
     orders = list(inverse_permutations(1500, 49, np.random.RandomState(0)))
     assert [len(block) for block in orders] == [16, 16, 16, 1]
-    fast, fast_permuted = permuted_by_sorting(x, y, iter(orders))
+    fast, permuted = sorted_permutations(x, y, 50)
+    fast_permuted = permuted(iter(orders))
     engine, engine_permuted = permuted_distance_correlation(
         x[:, None], y[:, None], np.concatenate(orders)
     )
