@@ -9,7 +9,6 @@ A test gives the engine ``statistics(orders)``, which returns the observed stati
 the permutations' mean is the estimator's floor, the value independent data of the same
 marginals and size get."""
 
-import itertools
 import math
 
 import numpy as np
@@ -91,21 +90,19 @@ def largest_p_value(observed, permuted):
 
 
 def staged_test(statistics, p_value, orders, n_permutations, early_stop=None):
-    """Observed statistics, permuted ones and the p-value ``p_value(observed, permuted)``,
-    the permutations ``orders`` (an array, or blocks of one from
-    :func:`inverse_permutations`) read in two stages.
+    """Observed statistics, permuted ones and the p-value ``p_value(observed, permuted)`` of
+    the permutations ``orders`` ``(n_permutations, n)``, read in two stages.
 
     ``early_stop``: a p-value above which the test stops after its first ``FIRST_STAGE``
     permutations and returns that stage's p-value (None: never). The p-value stays valid:
     it is at most ``alpha`` only where the first stage's is, for any ``alpha``
     (design/causal-discovery). The permutations are the same draws either way, so a test
     that does not stop returns the p-value of one that never would."""
-    parts = _stages(orders, n_permutations if early_stop is None else FIRST_STAGE)
-    observed, permuted = statistics(next(parts))
+    first = n_permutations if early_stop is None else FIRST_STAGE
+    observed, permuted = statistics(orders[:first])
     p = p_value(observed, permuted)
-    rest = next(parts, None) if early_stop is None or p <= early_stop else None
-    if rest is not None:
-        permuted = np.vstack([permuted, statistics(rest)[1]])
+    if first < len(orders) and p <= early_stop:
+        permuted = np.vstack([permuted, statistics(orders[first:])[1]])
         p = p_value(observed, permuted)
     return observed, permuted, p
 
@@ -141,26 +138,3 @@ def sequential_test(statistics, orders, n_permutations, early_stop=None):
         reached = reaching[-1]
     permuted = np.vstack(drawn)
     return observed, permuted, float(p_values(observed[0], permuted[:, 0]))
-
-
-def _stages(orders, first):
-    """The first ``first`` of ``orders`` (an array, or blocks of one from
-    :func:`inverse_permutations`), then the rest, each an array or a list of blocks."""
-    if isinstance(orders, np.ndarray):
-        yield orders[:first]
-        if first < len(orders):
-            yield orders[first:]
-        return
-    head, taken = [], 0
-    for block in orders:
-        if taken < first:
-            head.append(block[: first - taken])
-            block = block[first - taken :]
-            taken += len(head[-1])
-            if taken == first:
-                yield head
-        if len(block):
-            yield itertools.chain([block], orders)
-            return
-    if taken < first:
-        yield head
