@@ -268,40 +268,28 @@ def weighted_chi2_sf(x, weights):
     bound = np.exp(np.min(-t[:, 0] * x - 0.5 * np.log1p(-2 * t * weights).sum(axis=1)))
     if bound < _SMALLEST_P:
         return float(bound)
-
-    def phase(u):  # theta(u) = phase(u) - x u / 2
-        return 0.5 * np.sum(np.arctan(weights * u))
-
-    def envelope(u):  # 1 / (u rho(u))
-        return np.exp(-0.25 * np.sum(np.log1p((weights * u) ** 2))) / u
+    # QUADPACK calls the integrand compiled, not through Python; compiled at the first use,
+    # not at the package's import
+    from ._imhof_integrand import COSINE, SINE, WHOLE, Integrand
 
     end = _imhof_end(weights)
+    whole = Integrand(x, weights, WHOLE)
     if x * end / (2 * np.pi) <= _FINITE_TURNS:
         # p-values need an absolute accuracy, not a relative one: a relative one near
         # p = 1/2 (an integral near 0) is roundoff
-        integral = integrate.quad(
-            lambda u: np.sin(phase(u) - 0.5 * x * u) * envelope(u),
-            0,
-            end,
-            epsabs=_IMHOF_ERROR,
-            epsrel=0,
-            limit=500,
-        )[0]
+        integral = integrate.quad(whole.function, 0, end, epsabs=_IMHOF_ERROR, epsrel=0, limit=500)[
+            0
+        ]
         return float(np.clip(0.5 + integral / np.pi, 0.0, 1.0))
     # else the envelope decays slowly (few weights, or one far above the rest): up to
     # ``start`` the integrand is smooth; beyond, sin(theta) = sin(phase) cos(x u / 2) -
     # cos(phase) sin(x u / 2), slowly varying amplitudes times a Fourier kernel, which
     # QUADPACK's QAWF takes to infinity
     start = 1 / weights.max()
-    integral = integrate.quad(lambda u: np.sin(phase(u) - 0.5 * x * u) * envelope(u), 0, start)[0]
-    for amplitude, kernel, sign in ((np.sin, "cos", 1), (np.cos, "sin", -1)):
-        part = integrate.quad(
-            lambda u, a=amplitude: a(phase(u)) * envelope(u),
-            start,
-            np.inf,
-            weight=kernel,
-            wvar=x / 2,
-        )[0]
+    integral = integrate.quad(whole.function, 0, start)[0]
+    for form, kernel, sign in ((SINE, "cos", 1), (COSINE, "sin", -1)):
+        amplitude = Integrand(x, weights, form)
+        part = integrate.quad(amplitude.function, start, np.inf, weight=kernel, wvar=x / 2)[0]
         integral += sign * part
     return float(np.clip(0.5 + integral / np.pi, 0.0, 1.0))
 
