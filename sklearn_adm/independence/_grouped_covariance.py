@@ -277,9 +277,9 @@ def weighted_chi2_sf(x, weights):
     if x * end / (2 * np.pi) <= _FINITE_TURNS:
         # p-values need an absolute accuracy, not a relative one: a relative one near
         # p = 1/2 (an integral near 0) is roundoff
-        integral = integrate.quad(whole.function, 0, end, epsabs=_IMHOF_ERROR, epsrel=0, limit=500)[
-            0
-        ]
+        integral, _ = integrate.quad(
+            whole.function, 0, end, epsabs=_IMHOF_ERROR, epsrel=0, limit=500
+        )
         return float(np.clip(0.5 + integral / np.pi, 0.0, 1.0))
     # else the envelope decays slowly (few weights, or one far above the rest): up to
     # ``start`` the integrand is smooth; beyond, sin(theta) = sin(phase) cos(x u / 2) -

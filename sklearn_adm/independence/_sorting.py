@@ -385,6 +385,18 @@ def distance_correlation_pairwise(Z, *, squared=False):
     return result if squared else np.sqrt(result)
 
 
+def _sorted_pairs(X, Y):
+    """The columns of ``X`` and ``Y`` ``(n, k)`` sorted (:func:`_sorted_columns`), their
+    ``n^2 dVar^2``, the pairs ``(k, 2)`` of X's column j with Y's, and the statistic's scale
+    ``sum_j dVar(x_j) dVar(y_j)`` (times ``n^2``)."""
+    X, Y = np.asarray(X).reshape(len(X), -1), np.asarray(Y).reshape(len(Y), -1)
+    count = X.shape[1]
+    columns, variances = _sorted_columns(np.hstack([X, Y]))
+    pairs = np.column_stack([np.arange(count), count + np.arange(count)])
+    scale = np.sqrt(np.maximum(variances[:count] * variances[count:], 0.0)).sum()
+    return columns, variances, pairs, scale
+
+
 def sorted_permutations(X, Y, sweeps):
     """The squared distance correlation of the columns of ``X`` and ``Y``
     ``(n_samples, n_pairs)`` paired one by one, after one sort of each column, and a function
@@ -403,11 +415,8 @@ def sorted_permutations(X, Y, sweeps):
     observed : float
     permuted : callable, from ``orders`` to an ndarray of shape (n_permutations,)
     """
-    X, Y = np.asarray(X).reshape(len(X), -1), np.asarray(Y).reshape(len(Y), -1)
-    columns, variances = _sorted_columns(np.hstack([X, Y]))
-    n, count = X.shape
-    pairs = np.column_stack([np.arange(count), count + np.arange(count)])
-    scale = np.sqrt(np.maximum(variances[:count] * variances[count:], 0.0)).sum()
+    columns, variances, pairs, scale = _sorted_pairs(X, Y)
+    n, count = len(X), len(pairs)
 
     def permuted(orders):
         blocks = [orders] if isinstance(orders, np.ndarray) else orders
@@ -441,12 +450,9 @@ def distance_correlation_limit(X, Y):
     degree of freedom, whose tail bounds such a limit's for any weights at p-values up to
     0.215 (Székely & Bakirov 2003): valid, and far above the true p-value unless one
     weight carries the sum. ``null_mean``: ``sum E[T]`` on the statistic's scale."""
-    X, Y = np.asarray(X).reshape(len(X), -1), np.asarray(Y).reshape(len(Y), -1)
-    n, count = X.shape
-    columns, variances = _sorted_columns(np.hstack([X, Y]))
-    pairs = np.column_stack([np.arange(count), count + np.arange(count)])
+    columns, variances, pairs, scale = _sorted_pairs(X, Y)
+    n, count = len(X), len(pairs)
     covariance = _covariances_serial(columns, pairs, _UNMOVED, True)[0].sum()
-    scale = np.sqrt(np.maximum(variances[:count] * variances[count:], 0.0)).sum()
     totals = columns[4][:, 1]
     mean = (totals[:count] * totals[count:]).sum() / (n**2 * (n - 1))
     if scale == 0 or mean <= 0:  # a constant sample: no dependence to measure
