@@ -243,7 +243,8 @@ def _differences_squared(A, B_columns, out):
     """``out[i, j] = sum_k (A[i, k] - B_columns[k, j])^2``."""
     for i in range(A.shape[0]):
         row = out[i]
-        row[:] = 0.0
+        for j in range(len(row)):
+            row[j] = 0.0
         for k in range(A.shape[1]):
             a = A[i, k]
             column = B_columns[k]

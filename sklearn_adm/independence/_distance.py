@@ -42,10 +42,10 @@ __all__ = [
 
 
 @numba.njit(inline="always")
-def _add_row_sums(z, i, sums):
-    """Add row ``i``'s sums over all rows ``k`` of a, b, a*b, a^2, b^2 to ``sums[:, i]``."""
+def _add_row_sums(z, i, sums, diff):
+    """Add row ``i``'s sums over all rows ``k`` of a, b, a*b, a^2, b^2 to ``sums[:, i]``,
+    with ``diff`` ``(d,)`` as room for the differences of two rows."""
     n, d = z.shape
-    diff = np.empty(d)
     for k in range(n):
         squared = 0.0
         for j in range(d):
@@ -63,24 +63,20 @@ def _add_row_sums(z, i, sums):
 
 
 @numba.njit(parallel=True, cache=True)
-def _one_vs_rest_sums(z):
-    """Per row ``i`` and feature ``j``: sums over ``k`` of a, b, a*b, a^2, b^2, ``(5, n, d)``;
-    parallel over rows."""
-    n, d = z.shape
-    sums = np.zeros((5, n, d))
-    for i in numba.prange(n):
-        _add_row_sums(z, i, sums)
-    return sums
+def _one_vs_rest_sums(z, sums, room):
+    """Add to ``sums`` ``(5, n, d)``, per row ``i`` and feature ``j``, the sums over ``k`` of
+    a, b, a*b, a^2, b^2; parallel over rows, row ``i`` of ``room`` ``(n, d)`` its room.
+    The caller makes the arrays: an allocation in a kernel is compiled with it, and
+    compiling is most of a fresh environment's first call (design/first-score)."""
+    for i in numba.prange(len(z)):
+        _add_row_sums(z, i, sums, room[i])
 
 
 @numba.njit(cache=True)
-def _one_vs_rest_sums_serial(z):
-    """:func:`_one_vs_rest_sums` on one thread."""
-    n, d = z.shape
-    sums = np.zeros((5, n, d))
-    for i in range(n):
-        _add_row_sums(z, i, sums)
-    return sums
+def _one_vs_rest_sums_serial(z, sums, room):
+    """:func:`_one_vs_rest_sums` on one thread: the same sums in the same order."""
+    for i in range(len(z)):
+        _add_row_sums(z, i, sums, room[i])
 
 
 def _one_vs_rest_sums_torch(Z, device, block_bytes=256e6):
@@ -172,7 +168,8 @@ def _one_vs_rest_of_each(arrays, count, *, squared=False, device="cpu"):
                 if kernel is None:
                     serial, parallel = _one_vs_rest_sums_serial, _one_vs_rest_sums
                     kernel = stack.enter_context(numba_kernel(Z.size * n, serial, parallel, count))
-                sums = kernel(Z)
+                sums = np.zeros((5, *Z.shape))
+                kernel(Z, sums, np.empty_like(Z))
             row_a, row_b, sum_ab, sum_aa, sum_bb = sums
             squared_dcor = squared_correlation(
                 _centred_sum(sum_ab.sum(axis=0), row_a, row_b, n),
@@ -222,8 +219,9 @@ def permuted_distance_correlation(X, Y, orders):
         return 0.0, np.zeros(len(orders))
     orders = np.ascontiguousarray(orders, dtype=np.intp)
     serial, parallel = _permuted_cross_sums_serial, _permuted_cross_sums
+    cross = np.empty(len(orders))
     with numba_kernel(len(orders) * n * n, serial, parallel) as kernel:
-        cross = kernel(x, y, orders)
+        kernel(x, y, orders, cross)
     observed = np.vdot(x, y) / n**2
     return float(max(observed, 0.0) / variance), np.maximum(cross / n**2, 0.0) / variance
 
@@ -269,22 +267,18 @@ def _permuted_cross_sum(fixed, moved, order):
 
 
 @numba.njit(parallel=True, cache=True)
-def _permuted_cross_sums(fixed, moved, orders):
-    """:func:`_permuted_cross_sum` for every order, ``(n_permutations,)``; parallel over
-    the permutations."""
-    sums = np.empty(len(orders))
+def _permuted_cross_sums(fixed, moved, orders, sums):
+    """Into ``sums`` ``(n_permutations,)``, :func:`_permuted_cross_sum` for every order;
+    parallel over the permutations."""
     for c in numba.prange(len(orders)):
         sums[c] = _permuted_cross_sum(fixed, moved, orders[c])
-    return sums
 
 
 @numba.njit(cache=True)
-def _permuted_cross_sums_serial(fixed, moved, orders):
+def _permuted_cross_sums_serial(fixed, moved, orders, sums):
     """:func:`_permuted_cross_sums` on one thread."""
-    sums = np.empty(len(orders))
     for c in range(len(orders)):
         sums[c] = _permuted_cross_sum(fixed, moved, orders[c])
-    return sums
 
 
 def blockwise_distance_correlation(X, Y, blocks, orders, kernel="distance"):
@@ -321,7 +315,7 @@ def blockwise_distance_correlation(X, Y, blocks, orders, kernel="distance"):
     by_block = np.argsort(blocks, kind="stable")
     edges = np.flatnonzero(np.diff(blocks[by_block])) + 1
     block_rows = [rows for rows in np.split(by_block, edges) if len(rows) > 1]
-    position = np.empty(len(X), dtype=np.intp)
+    position, cross = np.empty(len(X), dtype=np.intp), np.empty(len(orders))
     observed, permuted, counted = 0.0, np.zeros(len(orders)), 0
     work = len(orders) * sum(len(rows) ** 2 for rows in block_rows)
     serial, parallel = _permuted_cross_sums_serial, _permuted_cross_sums
@@ -335,7 +329,8 @@ def blockwise_distance_correlation(X, Y, blocks, orders, kernel="distance"):
             position[rows] = np.arange(len(rows))
             local_orders = np.ascontiguousarray(position[orders[:, rows]])
             observed += max(np.vdot(x, y), 0.0) / variance
-            permuted += np.maximum(cross_sums(x, y, local_orders), 0.0) / variance
+            cross_sums(x, y, local_orders, cross)
+            permuted += np.maximum(cross, 0.0) / variance
             counted += 1
     counted = max(counted, 1)
     return observed / counted, permuted / counted

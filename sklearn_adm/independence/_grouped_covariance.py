@@ -165,7 +165,9 @@ def grouped_covariance_test(U, V, groups):
     starts = np.cumsum(sizes) - sizes
     # each feature less its group's mean, and each group's sum of products u v^T (G_g)
     sums = np.empty((len(sizes), U.shape[1] * V.shape[1]))
-    largest_means = _group_products(U, V, starts, sizes, sums)
+    largest, means = np.zeros(U.shape[1] + V.shape[1]), np.empty(U.shape[1] + V.shape[1])
+    _group_products(U, V, starts, sizes, sums, largest, means)
+    largest_means = largest[: U.shape[1]], largest[U.shape[1] :]
     grouped = sums.reshape(len(sizes), U.shape[1], V.shape[1])  # a view: G_g
     norms = []
     for features, largest_mean, axis in zip((U, V), largest_means, (1, 2), strict=True):
@@ -201,21 +203,22 @@ def grouped_covariance_test(U, V, groups):
 
 
 @numba.njit(cache=True)
-def _group_products(U, V, starts, sizes, sums):
+def _group_products(U, V, starts, sizes, sums, largest, means):
     """In place, ``U`` and ``V`` less their groups' means (the groups: runs of ``sizes``
     rows from ``starts``), and into ``sums`` ``(groups, p q)`` each group's sum of the
-    products ``u v^T``, flattened; returns the largest absolute group mean of each feature
-    of ``U`` and of ``V``. One pass over the rows, each read in order (numpy's batches of
-    small products: design/asymptotic-conditional-test)."""
+    products ``u v^T``, flattened; into ``largest`` ``(p + q,)``, zeros on entry, the largest
+    absolute group mean of each feature of ``U`` and of ``V``; ``means`` ``(p + q,)`` is
+    room for a group's. One pass over the rows, each read in order (numpy's batches of
+    small products: design/asymptotic-conditional-test). The caller makes the arrays: numba
+    compiles an allocation with the kernel, and compiling is most of a first test's time."""
     p, q = U.shape[1], V.shape[1]
-    largest_u, largest_v = np.zeros(p), np.zeros(q)
-    means_u, means_v = np.empty(p), np.empty(q)
     for g in range(len(starts)):
         first, stop = starts[g], starts[g] + sizes[g]
-        _centre(U, first, stop, means_u, largest_u)
-        _centre(V, first, stop, means_v, largest_v)
+        _centre(U, first, stop, means[:p], largest[:p])
+        _centre(V, first, stop, means[p:], largest[p:])
         total = sums[g]
-        total[:] = 0.0
+        for k in range(p * q):
+            total[k] = 0.0
         for i in range(first, stop):
             v = V[i]
             for k in range(p):
@@ -223,14 +226,14 @@ def _group_products(U, V, starts, sizes, sums):
                 row = total[k * q : (k + 1) * q]
                 for j in range(q):
                     row[j] += u * v[j]
-    return largest_u, largest_v
 
 
 @numba.njit(inline="always")
 def _centre(features, first, stop, means, largest):
     """Rows ``first`` to ``stop`` of ``features`` less their mean, in place; ``largest``
     raised to the mean's absolute value."""
-    means[:] = 0.0
+    for k in range(len(means)):
+        means[k] = 0.0
     for i in range(first, stop):
         row = features[i]
         for k in range(len(means)):

@@ -115,18 +115,6 @@ def _popcount(bits):
 
 
 @numba.njit(inline="always")
-def _work(order):
-    """The work arrays of :func:`_jobs` for rows ``order`` (a column's): the rank, value and
-    ``P`` of each row of ``y`` in ``x``'s order, the tree over the blocks of ranks, each
-    block's mask and its tree of sums."""
-    bits = _BLOCK_BITS if len(order) > _ONE_TREE_ROWS else 0
-    n_blocks = (len(order) + (1 << bits) - 1) >> bits
-    gathered = (np.empty_like(order), np.empty(len(order)), np.empty(len(order)))
-    within = np.empty(n_blocks * (_BLOCK + 1) if bits else 0)
-    return gathered, (np.empty((n_blocks + 1, 2)), np.empty(n_blocks, dtype=np.uint64), within)
-
-
-@numba.njit(inline="always")
 def _x_terms(p, x, x_below, n, x_total):
     """The three terms of ``x`` in :func:`_sweep`'s row products, at rank ``p``."""
     a = x * (2 * p - n) - 2 * x_below + x_total
@@ -192,13 +180,19 @@ def _constant(x_totals, y_totals, n):
 
 
 @numba.njit(cache=True)
-def _jobs(columns, pairs, moves, row_products, out, start, step):
-    """Every ``step``-th job from ``start`` of :func:`_covariances` into ``out``."""
+def _jobs(columns, pairs, moves, row_products, out, thread, work):
+    """The jobs of :func:`_covariances` of one of ``len(work[0])`` threads into ``out``, on
+    that thread's row of each of the ``work`` arrays (:func:`_work_arrays`)."""
     order, xs, ranked, below, totals = columns
-    gathered, trees = _work(order[0])
-    ranks, ys, y_belows = gathered
-    moved = np.empty_like(order[0]) if moves.shape[1] else order[0]
-    for job in range(start, out.size, step):
+    all_ranks, all_ys, all_belows, blocks, masks, within, all_moved = work
+    ranks, ys, y_belows, moved = (
+        all_ranks[thread],
+        all_ys[thread],
+        all_belows[thread],
+        all_moved[thread],
+    )
+    trees = blocks[thread], masks[thread], within[thread]
+    for job in range(thread, out.size, len(all_ranks)):
         c, pair = divmod(job, len(pairs))
         j, k = pairs[pair]
         rows = order[j]
@@ -212,39 +206,66 @@ def _jobs(columns, pairs, moves, row_products, out, start, step):
             ranks[p], ys[p] = int(ranked[k, row, 0]), ranked[k, row, 1]
             if row_products:
                 y_belows[p] = below[k, row]
+        gathered = ranks, ys, y_belows
         out[c, pair] = _sweep(gathered, xs[j], totals[j], totals[k], trees, row_products)
 
 
 @numba.njit(parallel=True, cache=True)
-def _covariances(columns, pairs, moves, row_products, n_threads):
-    """``n^2 dCov^2`` of each pair ``(j, k)`` of ``pairs`` of :func:`_sorted_columns`, with
-    column ``k``'s row ``moves[c, i]`` at row ``i`` for each ``c``, ``(n_moves, n_pairs)``;
-    ``moves`` of shape ``(1, 0)`` leaves the rows as they are. Without ``row_products``,
-    less what :func:`_row_terms` gives. ``n_threads`` at a time."""
-    out = np.empty((len(moves), len(pairs)))
-    for thread in numba.prange(n_threads):
-        _jobs(columns, pairs, moves, row_products, out, thread, n_threads)
-    return out
+def _covariances(columns, pairs, moves, row_products, out, work):
+    """Into ``out`` ``(n_moves, n_pairs)``, ``n^2 dCov^2`` of each pair ``(j, k)`` of ``pairs``
+    of :func:`_sorted_columns`, with column ``k``'s row ``moves[c, i]`` at row ``i`` for each
+    ``c``; ``moves`` of shape ``(1, 0)`` leaves the rows as they are. Without
+    ``row_products``, less what :func:`_row_terms` gives. One thread for each row of the
+    ``work`` arrays (:func:`_work_arrays`)."""
+    for thread in numba.prange(len(work[0])):
+        _jobs(columns, pairs, moves, row_products, out, thread, work)
 
 
 @numba.njit(cache=True)
-def _covariances_serial(columns, pairs, moves, row_products, n_threads=1):
+def _covariances_serial(columns, pairs, moves, row_products, out, work):
     """:func:`_covariances` on one thread."""
+    for thread in range(len(work[0])):
+        _jobs(columns, pairs, moves, row_products, out, thread, work)
+
+
+def _work_arrays(order, threads):
+    """The work arrays of :func:`_jobs` for rows of ``order``'s type, a row each of
+    ``threads``: the rank, value and ``P`` of each row of ``y`` in ``x``'s order, the tree
+    over the blocks of ranks, each block's mask and its tree of sums, and the moved rows.
+    Made here, not in the kernels: numba compiles an allocation with the kernel, and
+    compiling is most of a fresh environment's first call (design/first-score)."""
+    n = order.shape[1]
+    bits = _BLOCK_BITS if n > _ONE_TREE_ROWS else 0
+    n_blocks = (n + (1 << bits) - 1) >> bits
+    return (
+        np.empty((threads, n), dtype=order.dtype),
+        np.empty((threads, n)),
+        np.empty((threads, n)),
+        np.empty((threads, n_blocks + 1, 2)),
+        np.empty((threads, n_blocks), dtype=np.uint64),
+        np.empty((threads, n_blocks * (_BLOCK + 1) if bits else 0)),
+        np.empty((threads, n), dtype=order.dtype),
+    )
+
+
+def _covariances_by(kernel, columns, pairs, moves, row_products):
+    """:func:`_covariances` by ``kernel`` (one of :data:`_KERNELS`, the serial one on one
+    thread), ``(n_moves, n_pairs)``."""
+    threads = numba.get_num_threads() if kernel is _covariances else 1
     out = np.empty((len(moves), len(pairs)))
-    _jobs(columns, pairs, moves, row_products, out, 0, 1)
+    kernel(columns, pairs, moves, row_products, out, _work_arrays(columns[0], threads))
     return out
 
 
 @numba.njit(cache=True)
-def _terms(ranked, below, totals, columns, start, stop, as_x):
-    """The three terms of each of ``columns`` at rows ``start`` to ``stop``, ``(len(columns),
-    3, stop - start)``, as the ``x`` (:func:`_x_terms`) or the ``y`` (:func:`_y_terms`) of a
-    pair."""
+def _terms(ranked, below, totals, columns, start, as_x, out):
+    """Into ``out`` ``(len(columns), 3, rows)``, the three terms of each of ``columns`` at
+    the ``rows`` from ``start``, as the ``x`` (:func:`_x_terms`) or the ``y``
+    (:func:`_y_terms`) of a pair."""
     n = ranked.shape[1]
-    out = np.empty((len(columns), 3, stop - start))
     for c, column in enumerate(columns):
         total = totals[column, 0]
-        for i in range(stop - start):
+        for i in range(out.shape[2]):
             rank, value = ranked[column, start + i, 0], ranked[column, start + i, 1]
             value_below = below[column, start + i]
             if as_x:
@@ -252,7 +273,6 @@ def _terms(ranked, below, totals, columns, start, stop, as_x):
             else:
                 terms = _y_terms(rank, value, value_below, n, total)
             out[c, 0, i], out[c, 1, i], out[c, 2, i] = terms
-    return out
 
 
 def _row_terms(columns, pairs):
@@ -265,11 +285,13 @@ def _row_terms(columns, pairs):
     seconds, second = np.unique(pairs[:, 1], return_inverse=True)
     products = np.zeros((len(firsts), len(seconds)))
     for part in row_blocks(n, max(1, _FEATURE_BYTES // (24 * (len(firsts) + len(seconds))))):
-        start, stop = part.start, min(part.stop, n)
-        x_terms = _terms(ranked, below, totals, firsts, start, stop, True)
-        y_terms = _terms(ranked, below, totals, seconds, start, stop, False)
+        rows = min(part.stop, n) - part.start
+        x_terms, y_terms = np.empty((len(firsts), 3, rows)), np.empty((len(seconds), 3, rows))
+        _terms(ranked, below, totals, firsts, part.start, True, x_terms)
+        _terms(ranked, below, totals, seconds, part.start, False, y_terms)
         products += x_terms.reshape(len(firsts), -1) @ y_terms.reshape(len(seconds), -1).T
-    constant = _constant(totals[pairs[:, 0]].T, totals[pairs[:, 1]].T, n)
+    # numpy's arithmetic on the pairs' arrays: compiling the kernel's for arrays costs 0.2 s
+    constant = _constant.py_func(totals[pairs[:, 0]].T, totals[pairs[:, 1]].T, n)
     return products[first, second] + constant
 
 
@@ -284,7 +306,10 @@ def _describe_column(x, column_order, j, order, xs, ranked, below, totals, varia
     """Row ``j`` of each of :func:`_sorted_columns`' arrays, from the centred column ``x`` and
     the rows in the order of its values."""
     n = len(x)
-    x_total = x.sum()
+    x_total = squares = 0.0  # sums in order: the BLAS's dot product rounds as each CPU's kernel
+    for value in x:
+        x_total += value
+        squares += value * value
     value_below, a_total, a_squares = 0.0, 0.0, 0.0
     for p in range(n):
         row = column_order[p]
@@ -299,7 +324,7 @@ def _describe_column(x, column_order, j, order, xs, ranked, below, totals, varia
         value_below += x[row]
     totals[j, 0], totals[j, 1] = x_total, a_total
     # n^2 dVar^2, with sum_ik a_ik^2 = 2 n sum x^2 - 2 (sum x)^2
-    variances[j] = 2 * n * (x @ x) - 2 * x_total**2 - 2 / n * a_squares + a_total**2 / n**2
+    variances[j] = 2 * n * squares - 2 * x_total**2 - 2 / n * a_squares + a_total**2 / n**2
 
 
 def _empty_columns(n, d):
@@ -375,7 +400,7 @@ def distance_correlation_pairwise(Z, *, squared=False):
     pairs = np.column_stack([first, second])
     by_product = d >= _PRODUCT_COLUMNS[n > _ONE_TREE_ROWS]
     with numba_kernel(n * _SWEEP_WORK, *_KERNELS, calls=len(pairs)) as kernel:
-        covariances = kernel(columns, pairs, _UNMOVED, not by_product, numba.get_num_threads())[0]
+        covariances = _covariances_by(kernel, columns, pairs, _UNMOVED, not by_product)[0]
         if by_product:
             covariances += _row_terms(columns, pairs)
     result = np.diag((variances > 0).astype(np.float64))
@@ -421,9 +446,10 @@ def sorted_permutations(X, Y, sweeps):
     def permuted(orders):
         blocks = [orders] if isinstance(orders, np.ndarray) else orders
         with numba_kernel(n * count * _SWEEP_WORK, *_KERNELS, calls=sweeps) as kernel:
-            threads = numba.get_num_threads()
             covariances = [
-                kernel(columns, pairs, np.ascontiguousarray(moves, dtype=np.intp), True, threads)
+                _covariances_by(
+                    kernel, columns, pairs, np.ascontiguousarray(moves, dtype=np.intp), True
+                )
                 for moves in blocks
             ]
         covariances = np.concatenate(covariances).sum(axis=1)
@@ -452,7 +478,7 @@ def distance_correlation_limit(X, Y):
     weight carries the sum. ``null_mean``: ``sum E[T]`` on the statistic's scale."""
     columns, variances, pairs, scale = _sorted_pairs(X, Y)
     n, count = len(X), len(pairs)
-    covariance = _covariances_serial(columns, pairs, _UNMOVED, True)[0].sum()
+    covariance = _covariances_by(_covariances_serial, columns, pairs, _UNMOVED, True)[0].sum()
     totals = columns[4][:, 1]
     mean = (totals[:count] * totals[count:]).sum() / (n**2 * (n - 1))
     if scale == 0 or mean <= 0:  # a constant sample: no dependence to measure
@@ -499,7 +525,7 @@ def one_vs_rest_by_projections(Z, n_projections, rng):
             directions = np.hstack([_frames(rng, d - 1, n_projections) for _ in range(2)])
             projected = np.column_stack([Z[:, j], rest @ directions])
             columns, variances = _sorted_columns(projected, columns)
-            covariances = kernel(columns, pairs, _UNMOVED, True, numba.get_num_threads())[0]
+            covariances = _covariances_by(kernel, columns, pairs, _UNMOVED, True)[0]
             across = covariances[:n_projections].mean()  # ~ dCov^2(x, Y) / C_q
             within = covariances[n_projections:].mean()  # ~ dVar^2(Y) / C_q^2
             result[j] = squared_correlation(across, variances[0], within)

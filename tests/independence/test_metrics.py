@@ -114,8 +114,12 @@ def test_row_products_of_one_matrix_product_are_those_the_sweep_adds(n):
     Z = np.c_[x, np.abs(x) + rng.normal(size=n), np.round(2 * x), rng.normal(size=n)]
     columns, variances = _sorting._sorted_columns(Z)
     pairs = np.array([[0, 1], [1, 0], [2, 3], [0, 2], [3, 1]])
-    swept = _sorting._covariances_serial(columns, pairs, _sorting._UNMOVED, True)[0]
-    split = _sorting._covariances_serial(columns, pairs, _sorting._UNMOVED, False)[0]
+    swept = _sorting._covariances_by(
+        _sorting._covariances_serial, columns, pairs, _sorting._UNMOVED, True
+    )[0]
+    split = _sorting._covariances_by(
+        _sorting._covariances_serial, columns, pairs, _sorting._UNMOVED, False
+    )[0]
     split += _sorting._row_terms(columns, pairs)
     np.testing.assert_allclose(split, swept, rtol=0, atol=1e-9 * variances.max())
     assert abs(swept[0] - swept[1]) <= 1e-9 * variances.max()  # symmetric in x and y
@@ -141,8 +145,10 @@ def test_torch_engine_matches_the_numba_engine():
     from sklearn_adm.independence._distance import _one_vs_rest_sums, _one_vs_rest_sums_torch
 
     Z = np.random.default_rng(3).normal(size=(300, 5))
+    sums = np.zeros((5, *Z.shape))
+    _one_vs_rest_sums(Z, sums, np.empty_like(Z))
     for numba_sums, torch_sums in zip(
-        _one_vs_rest_sums(Z), _one_vs_rest_sums_torch(Z, "cpu", block_bytes=1e5), strict=True
+        sums, _one_vs_rest_sums_torch(Z, "cpu", block_bytes=1e5), strict=True
     ):
         np.testing.assert_allclose(torch_sums, numba_sums, rtol=1e-10, atol=1e-9)
 
