@@ -290,7 +290,7 @@ def _row_terms(columns, pairs):
         _terms(ranked, below, totals, firsts, part.start, True, x_terms)
         _terms(ranked, below, totals, seconds, part.start, False, y_terms)
         products += x_terms.reshape(len(firsts), -1) @ y_terms.reshape(len(seconds), -1).T
-    # numpy's arithmetic on the pairs' arrays: compiling the kernel's for arrays costs 0.2 s
+    # the same arithmetic by numpy on the pairs' arrays: numba would compile it for arrays
     constant = _constant.py_func(totals[pairs[:, 0]].T, totals[pairs[:, 1]].T, n)
     return products[first, second] + constant
 
