@@ -126,6 +126,29 @@ def test_row_products_of_one_matrix_product_are_those_the_sweep_adds(n):
     assert swept[0] > 10 * abs(swept[4])  # |x| + noise depends on x; the last pair does not
 
 
+def test_the_one_tree_is_sized_by_the_cache_the_system_reports(tmp_path):
+    """The sweep's one tree over all ranks is used while it fits a core's L2 cache as Linux
+    reports it (sizes in KiB), with 2 MiB where the system says nothing."""
+    from sklearn_adm.independence._sorting import _ONE_TREE_ROWS, _core_cache_bytes
+
+    for index, (level, kind, size) in enumerate(
+        [
+            (1, "Data", "48K"),
+            (1, "Instruction", "32K"),
+            (2, "Unified", "512K"),
+            (3, "Unified", "32768K"),
+        ]
+    ):
+        folder = tmp_path / f"index{index}"
+        folder.mkdir()
+        for name, value in (("level", level), ("type", kind), ("size", size)):
+            (folder / name).write_text(f"{value}\n")
+    assert _core_cache_bytes(1, 0, root=tmp_path) == 48 * 1024
+    assert _core_cache_bytes(2, 0, root=tmp_path) == 512 * 1024
+    assert _core_cache_bytes(2, 7, root=tmp_path / "absent") == 7
+    assert _ONE_TREE_ROWS == _core_cache_bytes(2, 2**21) // 16
+
+
 def test_pairwise_rejects_what_it_cannot_measure():
     with pytest.raises(ValueError, match="Input contains NaN"):
         distance_correlation_pairwise(np.array([[0.0, 1.0], [np.nan, 2.0]]))
