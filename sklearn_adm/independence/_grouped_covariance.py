@@ -53,6 +53,11 @@ SELECT_ROWS = 512
 #: random frequencies of each feature set (each gives a cosine and a sine): 18 features of
 #: each sample, 324 products (design/asymptotic-conditional-test)
 FREQUENCIES = {"residuals": 3, "beside Z": 2, "rebuilt": 2, "times Z": 2}
+#: the share of the largest product's level that goes to the products of each sample's
+#: residuals at unit frequency (their cosine and sine), read apart from the 324: a relation
+#: of spreads (Y's spread growing with |X|) or a linear one, which the random frequencies
+#: spread over many products (design/asymptotic-conditional-test)
+UNIT_SHARE = 0.5
 #: the part of Imhof's integral left out beyond its upper limit, at most
 _IMHOF_ERROR = 1e-10
 #: turns of the sine up to which that integral is taken over a finite interval; beyond, a
@@ -152,22 +157,22 @@ def _weighted_into(cosines, sines, weights, out):
             out[i, k + j] = sines[i, j] * weights[j]
 
 
-def grouped_covariance_test(U, V, groups):
+def grouped_covariance_test(U, V, groups, unit=None):
     """The test of step 5 on features ``U`` ``(n, p)`` and ``V`` ``(n, q)`` whose rows are in the
     order of ``groups`` (consecutive labels), float64 arrays that it centres within their
     groups in place: ``(statistic, p_value, null_mean)``, the p-value the smaller of the
-    sum's and the largest product's, doubled. The statistic is the squared correlation of
-    the features (their cross-covariance's squared Frobenius norm over the product of their
-    covariances' norms, as distance correlation normalises distance covariance), within
-    groups, in [0, 1]; ``null_mean`` its mean under conditional independence."""
+    sum's and the largest product's, doubled. With ``unit``, two more such arrays whose
+    products are read apart: the largest product's p-value is then Bonferroni's weighted
+    over both, ``UNIT_SHARE`` of the level to ``unit``'s. The statistic is the squared
+    correlation of the features (their cross-covariance's squared Frobenius norm over the
+    product of their covariances' norms, as distance correlation normalises distance
+    covariance), within groups, in [0, 1]; ``null_mean`` its mean under conditional
+    independence."""
     n = len(U)
     sizes = np.bincount(groups)
     starts = np.cumsum(sizes) - sizes
     # each feature less its group's mean, and each group's sum of products u v^T (G_g)
-    sums = np.empty((len(sizes), U.shape[1] * V.shape[1]))
-    largest, means = np.zeros(U.shape[1] + V.shape[1]), np.empty(U.shape[1] + V.shape[1])
-    _group_products(U, V, starts, sizes, sums, largest, means)
-    largest_means = largest[: U.shape[1]], largest[U.shape[1] :]
+    sums, largest_means = _group_sums(U, V, starts, sizes)
     grouped = sums.reshape(len(sizes), U.shape[1], V.shape[1])  # a view: G_g
     norms = []
     for features, largest_mean, axis in zip((U, V), largest_means, (1, 2), strict=True):
@@ -189,10 +194,12 @@ def grouped_covariance_test(U, V, groups):
     if p_value >= _SMALLEST_P:  # else the bound is the p-value, with no eigenvalues
         p_value = weighted_chi2_sf(statistic, np.linalg.eigvalsh(covariance))
     # the largest product alone, each standardised: a relation that few products carry
-    scale = np.sqrt(np.einsum("ij,ij->j", spread, spread))
-    varies = scale > 0
-    largest = np.max(np.abs(total[varies]) / scale[varies], initial=0.0)
-    p_largest = min(1.0, 2 * len(total) * stats.norm.sf(largest))
+    p_largest = _largest_product(total, spread)
+    if unit is not None:
+        unit_sums = _group_sums(*unit, starts, sizes)[0]
+        unit_total = unit_sums.sum(axis=0)
+        p_unit = _largest_product(unit_total, unit_sums - unit_total / len(sizes))
+        p_largest = min(p_largest / (1 - UNIT_SHARE), p_unit / UNIT_SHARE)
     p_value = min(1.0, 2 * min(p_value, p_largest))
     # statistic / n is the cross-covariance's squared norm; each covariance's norm is
     # that of its sum of products over n
@@ -200,6 +207,26 @@ def grouped_covariance_test(U, V, groups):
     if norm == 0:  # a constant sample (or one Z predicts exactly): nothing to relate
         return 0.0, p_value, 0.0
     return statistic / norm, p_value, null_sum / norm
+
+
+def _group_sums(U, V, starts, sizes):
+    """:func:`_group_products` of ``U`` and ``V``: each group's sums of the products
+    ``(groups, p q)`` and the largest absolute group mean of each feature of each."""
+    p, q = U.shape[1], V.shape[1]
+    sums = np.empty((len(sizes), p * q))
+    largest, means = np.zeros(p + q), np.empty(p + q)
+    _group_products(U, V, starts, sizes, sums, largest, means)
+    return sums, (largest[:p], largest[p:])
+
+
+def _largest_product(total, spread):
+    """Bonferroni's p-value of the largest of the products' sums ``total`` ``(k,)``, each
+    over its standard deviation across the groups (``spread``: each group's sums less their
+    mean, ``(groups, k)``)."""
+    scale = np.sqrt(np.einsum("ij,ij->j", spread, spread))
+    varies = scale > 0
+    largest = np.max(np.abs(total[varies]) / scale[varies], initial=0.0)
+    return min(1.0, 2 * len(total) * stats.norm.sf(largest))
 
 
 @numba.njit(cache=True)
@@ -390,7 +417,8 @@ class GroupedConditioning:
         rng = np.random.RandomState(self.random_state)
         with one_thread():
             U, V = self._features(x, rng), self._features(y, rng)
-            return grouped_covariance_test(U, V, self.groups)
+            unit = tuple(np.hstack([np.cos(own), np.sin(own)]) for own, _ in (x, y))
+            return grouped_covariance_test(U, V, self.groups, unit)
 
     def _features(self, sample, rng):
         """One sample's four feature sets (step 3)."""
