@@ -23,7 +23,9 @@ From :data:`ASYMPTOTIC_ROWS` rows, ``DependenceScorer("dcor").test(X, Y, Z=Z)``:
    (1961) integral (:func:`weighted_chi2_sf`). ``T`` spreads its power over every product;
    the largest product alone, standardised, finds a relation that few products carry (one
    that changes with Z): the p-value is twice the smaller of the two, the largest product's
-   by Bonferroni over the products.
+   by Bonferroni over the products, weighted: :data:`UNIT_SHARE` of its level goes to the
+   products of the residuals' ``cos`` and ``sin`` at unit frequency (a linear relation, or
+   a relation of spreads, carried whole by these few products).
 
 Time and memory are linear in the rows but for the sorts (doc/design/asymptotic-conditional-test).
 """
