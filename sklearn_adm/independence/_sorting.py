@@ -248,10 +248,11 @@ def _covariances_serial(columns, pairs, moves, row_products, out, work):
         _jobs(columns, pairs, moves, row_products, out, thread, work)
 
 
-def _work_arrays(order, threads):
+def _work_arrays(order, threads, moved):
     """The work arrays of :func:`_jobs` for rows of ``order``'s type, a row each of
     ``threads``: the rank, value and ``P`` of each row of ``y`` in ``x``'s order, the tree
-    over the blocks of ranks, each block's mask and its tree of sums, and the moved rows.
+    over the blocks of ranks, each block's mask and its tree of sums, and where ``moved``
+    the moved rows.
     Made here, not in the kernels: numba compiles an allocation with the kernel, and
     compiling is most of a fresh environment's first call (design/first-score)."""
     n = order.shape[1]
@@ -264,7 +265,7 @@ def _work_arrays(order, threads):
         np.empty((threads, n_blocks + 1, 2)),
         np.empty((threads, n_blocks), dtype=np.uint64),
         np.empty((threads, n_blocks * (_BLOCK + 1) if bits else 0)),
-        np.empty((threads, n), dtype=order.dtype),
+        np.empty((threads, n if moved else 0), dtype=order.dtype),
     )
 
 
@@ -273,7 +274,8 @@ def _covariances_by(kernel, columns, pairs, moves, row_products):
     thread), ``(n_moves, n_pairs)``."""
     threads = numba.get_num_threads() if kernel is _covariances else 1
     out = np.empty((len(moves), len(pairs)))
-    kernel(columns, pairs, moves, row_products, out, _work_arrays(columns[0], threads))
+    work = _work_arrays(columns[0], threads, moves.shape[1] > 0)
+    kernel(columns, pairs, moves, row_products, out, work)
     return out
 
 
