@@ -252,9 +252,8 @@ def _work_arrays(order, threads, moved):
     """The work arrays of :func:`_jobs` for rows of ``order``'s type, a row each of
     ``threads``: the rank, value and ``P`` of each row of ``y`` in ``x``'s order, the tree
     over the blocks of ranks, each block's mask and its tree of sums, and where ``moved``
-    the moved rows.
-    Made here, not in the kernels: numba compiles an allocation with the kernel, and
-    compiling is most of a fresh environment's first call (design/first-score)."""
+    the moved rows. Made here, not in the kernels: numba compiles an allocation with the
+    kernel, and compiling is most of a fresh environment's first call (design/first-score)."""
     n = order.shape[1]
     bits = _BLOCK_BITS if n > _ONE_TREE_ROWS else 0
     n_blocks = (n + (1 << bits) - 1) >> bits
