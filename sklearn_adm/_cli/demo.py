@@ -3,9 +3,7 @@
 import time
 
 # Imported before the timed fits, as the peers' modules are below: PICA's first fit in a
-# process would otherwise count torch's import as fit time. And
-# before numba (in independence._distance), which must not load its OpenMP runtime first
-# (doc/design/threads.md).
+# process would otherwise count torch's import as fit time.
 import torch  # noqa: F401
 
 # isort: split

@@ -15,8 +15,10 @@ from the CPU time the system and this process spent over the last interval of at
 its iterative solvers) and starts from the last interval only while that is current: a load that
 began since then would go unseen, and two threads beside a busy process slow a fit most
 before its first reading. Otherwise it starts on one thread, safe under any
-load, and takes the free cores at its first reading. Fits running side by side in one
-process share the free cores. When the fit ends, the caller's settings are back.
+load, and takes the free cores at its first reading. The distance engines' numba kernels
+run in chunks that any thread may take (``independence._kernels``), so that a thread slowed
+by a busy core only takes fewer: they trust a reading up to ``STALE_S`` old. Fits running
+side by side in one process share the free cores. When the fit ends, the caller's settings are back.
 :func:`training_threads` fixes the number.
 
 Results are reproducible for a given number of threads: the BLAS may sum a product's terms in
@@ -42,12 +44,12 @@ __all__ = ["FitThreads", "follow_load", "one_thread", "training_threads"]
 
 #: elements of a step's largest tensor per thread: below this a thread has too little to do
 _ELEMENTS_PER_THREAD = 65_536
-#: a reading of the CPU's times older than this says too little of the load now: work that
-#: cannot follow the load measures it afresh
-_STALE_S = 3.0
-#: a fit that follows the load starts from the last interval measured only while its end is
-#: at most this old; else on one thread until its own first interval is measured
+#: a fit starts from the last interval measured only while its end is at most this old;
+#: else on one thread until its own first interval is measured
 _CURRENT_S = 0.25
+#: the same for work in chunks, which any thread may take: a reading older than this says
+#: too little of the load now
+STALE_S = 3.0
 #: the shortest interval over which busy cores are measured: the system counts CPU time in
 #: ticks of 10 ms, so shorter intervals read one tick as a tenth of a core or more
 _MIN_INTERVAL_S = 0.05
@@ -141,21 +143,16 @@ _active = 0
 _current = ContextVar("sklearn_adm_fit_threads", default=None)
 
 
-def _others_busy(follows):
-    """Cores that other processes keep busy, by the shared meter: where the work ``follows``
-    the load, the last interval while it is current (else None, the meter restarted);
-    otherwise a fresh ``_MIN_INTERVAL_S`` where the last reading is stale."""
+def _others_busy(current_s):
+    """Cores that other processes keep busy, by the shared meter, over the last interval
+    while its last reading is at most ``current_s`` old; else None, the meter restarted."""
     global _meter
     with _lock:
         if _meter is None:
             _meter = _LoadMeter()
-        age = _meter.age()
-        if follows and age > _CURRENT_S:
+        if _meter.age() > current_s:
             _meter.restart()
             return None
-        if not follows and age > _STALE_S:
-            _meter.restart()
-            time.sleep(_MIN_INTERVAL_S)
         return _meter.others_busy()
 
 
@@ -206,18 +203,20 @@ class FitThreads:
     work : int
         Elements of the largest tensor of the fit's steps (the critic's hidden layer,
         features x units x rows, or the start's search): it bounds the threads that help.
-    follows : bool, default=True
-        Whether the work rebalances as it goes: it then starts on one thread where the last
-        reading of the load is not current. Work that cannot (one call into numba) measures
-        the load afresh instead, where the last reading is stale.
+    current_s : float, default=_CURRENT_S
+        The work starts from the last reading of the load while it is at most this old, else
+        on one thread until :meth:`rebalance` has measured an interval. Work in chunks that
+        any thread may take (``independence._kernels``) trusts an older reading: a thread
+        that shares its core with another process only takes fewer chunks, where in a fit
+        every operation waits for it (``STALE_S``).
     """
 
-    def __init__(self, work, follows=True):
+    def __init__(self, work, current_s=_CURRENT_S):
         import torch  # a fit's dependency, not the package's
 
         self._torch = torch
         self.work = int(work)
-        self.follows = follows
+        self.current_s = current_s
         self.n_threads = None
 
     def __enter__(self):
@@ -240,16 +239,22 @@ class FitThreads:
         for pool, threads in zip(self._blas.lib_controllers, self._blas_caller, strict=True):
             pool.set_num_threads(threads)
 
-    def _choose(self, entry):
-        """The threads to compute with now; None where the load is not measured yet."""
+    @property
+    def most(self):
+        """The most threads the work may use: the number fixed by :func:`training_threads`,
+        else the caller's, fewer for small work."""
         requested = _requested.get()
         if requested is not None:
             return requested
-        most = min(self._caller, self.work // _ELEMENTS_PER_THREAD)
-        if most <= 1:
-            return 1  # nothing to choose, no load to measure
+        return max(1, min(self._caller, self.work // _ELEMENTS_PER_THREAD))
+
+    def _choose(self, entry):
+        """The threads to compute with now; None where the load is not measured yet."""
+        most = self.most
+        if most == 1 or _requested.get() is not None:
+            return most  # nothing to choose, no load to measure
         if entry:
-            others = _others_busy(self.follows)
+            others = _others_busy(self.current_s)
         else:
             with _lock:
                 others = _meter.others_busy()

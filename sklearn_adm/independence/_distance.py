@@ -11,7 +11,7 @@ the ``n x n`` matrices: with row sums ``a_i.``, ``b_i.`` and totals ``a_..``, ``
     sum_ik A_ik B_ik = sum_ik a_ik b_ik - (2/n) sum_i a_i. b_i. + a_.. b_.. / n^2,
 
 so one pass over the row pairs accumulates everything (:func:`_one_vs_rest_sums`), in memory
-``O(n d)`` and time ``O(n^2 d)``, parallel over rows.
+``O(n d)`` and time ``O(n^2 d)``, in chunks of rows on threads.
 
 Pairwise: :mod:`sklearn_adm.independence._sorting`, in ``O(n log n)`` a pair.
 
@@ -22,6 +22,7 @@ in place (:func:`_permuted_cross_sums`), in memory ``O(n^2)`` and time ``O(n^2)`
 """
 
 import contextlib
+import math
 from numbers import Integral
 
 import numba
@@ -31,7 +32,7 @@ import torch
 from sklearn.utils import check_random_state, check_scalar
 from sklearn.utils.validation import check_array
 
-from ._kernels import numba_kernel, squared_correlation
+from ._kernels import kernel_threads, squared_correlation
 from ._sorting import one_vs_rest_by_projections
 
 __all__ = [
@@ -54,7 +55,8 @@ def _add_row_sums(z, i, sums, diff):
         for j in range(d):
             a_squared = diff[j] * diff[j]
             a = abs(diff[j])
-            b = np.sqrt(max(squared - a_squared, 0.0))
+            rest = squared - a_squared  # a conditional compiles faster than max's overload
+            b = math.sqrt(rest) if rest > 0.0 else 0.0
             sums[0, i, j] += a
             sums[1, i, j] += b
             sums[2, i, j] += a * b
@@ -62,21 +64,14 @@ def _add_row_sums(z, i, sums, diff):
             sums[4, i, j] += b * b
 
 
-@numba.njit(parallel=True, cache=True)
-def _one_vs_rest_sums(z, sums, room):
-    """Add to ``sums`` ``(5, n, d)``, per row ``i`` and feature ``j``, the sums over ``k`` of
-    a, b, a*b, a^2, b^2; parallel over rows, row ``i`` of ``room`` ``(n, d)`` its room.
-    The caller makes the arrays: an allocation in a kernel is compiled with it, and
-    compiling is most of a fresh environment's first call (design/first-score)."""
-    for i in numba.prange(len(z)):
-        _add_row_sums(z, i, sums, room[i])
-
-
-@numba.njit(cache=True)
-def _one_vs_rest_sums_serial(z, sums, room):
-    """:func:`_one_vs_rest_sums` on one thread: the same sums in the same order."""
-    for i in range(len(z)):
-        _add_row_sums(z, i, sums, room[i])
+@numba.njit(cache=True, nogil=True)
+def _one_vs_rest_sums(z, sums, room, start, stop):
+    """Add to ``sums`` ``(5, n, d)``, per row ``i`` from ``start`` to ``stop`` and feature
+    ``j``, the sums over ``k`` of a, b, a*b, a^2, b^2, with ``room`` ``(d,)`` for the
+    differences. The caller makes the arrays: an allocation in a kernel is compiled with it,
+    and compiling is most of a fresh environment's first call (design/first-score)."""
+    for i in range(start, stop):
+        _add_row_sums(z, i, sums, room)
 
 
 def _one_vs_rest_sums_torch(Z, device, block_bytes=256e6):
@@ -153,23 +148,21 @@ def distance_correlation_one_vs_rest(
 
 def _one_vs_rest_of_each(arrays, count, *, squared=False, device="cpu"):
     """:func:`distance_correlation_one_vs_rest` of each of ``count`` arrays of one shape
-    (an iterable, read one array at a time), ``(count, n_features)``: the kernel and its
-    threads are chosen once, for all of them (a permutation test's hundreds of small
-    evaluations run the parallel kernel)."""
+    (an iterable, read one array at a time), ``(count, n_features)``: their threads are
+    chosen once, for all of them (a permutation test's hundreds of small evaluations)."""
     results = []
     with contextlib.ExitStack() as stack:
-        kernel = None
+        run = None
         for Z in arrays:
             Z = np.ascontiguousarray(Z, dtype=np.float64)
-            n = Z.shape[0]
+            n, d = Z.shape
             if torch.device(device).type != "cpu":
                 sums = _one_vs_rest_sums_torch(Z, device)
             else:
-                if kernel is None:
-                    serial, parallel = _one_vs_rest_sums_serial, _one_vs_rest_sums
-                    kernel = stack.enter_context(numba_kernel(Z.size * n, serial, parallel, count))
-                sums = np.zeros((5, *Z.shape))
-                kernel(Z, sums, np.empty_like(Z))
+                if run is None:
+                    run = stack.enter_context(kernel_threads(Z.size * n))
+                sums = np.zeros((5, n, d))
+                run(_one_vs_rest_sums, n, lambda d=d: (np.empty(d),), Z, sums)
             row_a, row_b, sum_ab, sum_aa, sum_bb = sums
             squared_dcor = squared_correlation(
                 _centred_sum(sum_ab.sum(axis=0), row_a, row_b, n),
@@ -218,10 +211,9 @@ def permuted_distance_correlation(X, Y, orders):
     if variance == 0:  # a constant sample: no dependence to measure
         return 0.0, np.zeros(len(orders))
     orders = np.ascontiguousarray(orders, dtype=np.intp)
-    serial, parallel = _permuted_cross_sums_serial, _permuted_cross_sums
     cross = np.empty(len(orders))
-    with numba_kernel(len(orders) * n * n, serial, parallel) as kernel:
-        kernel(x, y, orders, cross)
+    with kernel_threads(len(orders) * n * n) as run:
+        run(_permuted_cross_sums, len(orders), tuple, x, y, orders, cross)
     observed = np.vdot(x, y) / n**2
     return float(max(observed, 0.0) / variance), np.maximum(cross / n**2, 0.0) / variance
 
@@ -266,18 +258,11 @@ def _permuted_cross_sum(fixed, moved, order):
     return total
 
 
-@numba.njit(parallel=True, cache=True)
-def _permuted_cross_sums(fixed, moved, orders, sums):
-    """Into ``sums`` ``(n_permutations,)``, :func:`_permuted_cross_sum` for every order;
-    parallel over the permutations."""
-    for c in numba.prange(len(orders)):
-        sums[c] = _permuted_cross_sum(fixed, moved, orders[c])
-
-
-@numba.njit(cache=True)
-def _permuted_cross_sums_serial(fixed, moved, orders, sums):
-    """:func:`_permuted_cross_sums` on one thread."""
-    for c in range(len(orders)):
+@numba.njit(cache=True, nogil=True)
+def _permuted_cross_sums(fixed, moved, orders, sums, start, stop):
+    """Into ``sums`` ``(n_permutations,)``, :func:`_permuted_cross_sum` for the orders from
+    ``start`` to ``stop``."""
+    for c in range(start, stop):
         sums[c] = _permuted_cross_sum(fixed, moved, orders[c])
 
 
@@ -318,9 +303,8 @@ def blockwise_distance_correlation(X, Y, blocks, orders, kernel="distance"):
     position, cross = np.empty(len(X), dtype=np.intp), np.empty(len(orders))
     observed, permuted, counted = 0.0, np.zeros(len(orders)), 0
     work = len(orders) * sum(len(rows) ** 2 for rows in block_rows)
-    serial, parallel = _permuted_cross_sums_serial, _permuted_cross_sums
     centred = {"distance": _double_centred_distances, "gaussian": _double_centred_gaussian}[kernel]
-    with numba_kernel(work, serial, parallel) as cross_sums:
+    with kernel_threads(work) as run:
         for rows in block_rows:
             x, y = centred(X[rows]), centred(Y[rows])
             variance = np.sqrt(max(np.vdot(x, x), 0.0) * max(np.vdot(y, y), 0.0))
@@ -329,7 +313,7 @@ def blockwise_distance_correlation(X, Y, blocks, orders, kernel="distance"):
             position[rows] = np.arange(len(rows))
             local_orders = np.ascontiguousarray(position[orders[:, rows]])
             observed += max(np.vdot(x, y), 0.0) / variance
-            cross_sums(x, y, local_orders, cross)
+            run(_permuted_cross_sums, len(orders), tuple, x, y, local_orders, cross)
             permuted += np.maximum(cross, 0.0) / variance
             counted += 1
     counted = max(counted, 1)

@@ -1,41 +1,70 @@
-"""What the exact distance engines share (a leaf: it imports none of them): the choice of a
-numba kernel and its threads, and the ratio that turns distance covariances into a
-correlation."""
+"""What the exact distance engines share (a leaf: it imports none of them): numba kernels
+run in chunks on the threads a fit would use, and the ratio that turns distance covariances
+into a correlation."""
 
 import contextlib
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
-import numba
 import numpy as np
 
-from .._runtime.threads import FitThreads
+from .._runtime.threads import STALE_S, FitThreads
 
-#: pairs of rows times features, over all the calls that share a kernel, below which the
-#: serial kernel runs: it compiles several times faster than the parallel one (a first call in
-#: a fresh environment) and runs such work in a fraction of a second
-SERIAL_WORK = 2**27
+#: chunks of a kernel's loop for each thread that may run it: a thread slowed by another
+#: process's load takes fewer of them, and the others take the rest
+CHUNKS_PER_THREAD = 8
+
+
+def run_serially(kernel, count, room, *args):
+    """``kernel(*args, *room(), 0, count)``: the whole loop on the calling thread."""
+    kernel(*args, *room(), 0, count)
 
 
 @contextlib.contextmanager
-def numba_kernel(work, serial, parallel, calls=1):
-    """The kernel to call ``calls`` times on ``work`` elements each, on the threads a fit
-    would use (:class:`~sklearn_adm._runtime.threads.FitThreads`), leaving torch's and numba's
-    counts as they were: numba's OpenMP pool shares torch's OpenMP runtime, and starting it
-    sets the count to every core (in a Dask worker of one thread, the next fits would run
-    two threads per core). Small work in all, or one thread, gets the ``serial``
-    kernel."""
-    if work * calls < SERIAL_WORK:  # nothing to share out: no threads to choose
-        yield serial
-        return
-    with FitThreads(work=work, follows=False) as threads:
-        if threads.n_threads == 1:
-            yield serial
-            return
-        caller = numba.get_num_threads()
-        numba.set_num_threads(min(threads.n_threads, numba.config.NUMBA_NUM_THREADS))
-        try:
-            yield parallel
-        finally:
-            numba.set_num_threads(caller)
+def kernel_threads(work):
+    """A runner of numba kernels on the threads a fit would use for ``work`` elements in all
+    (:class:`~sklearn_adm._runtime.threads.FitThreads`, following the load): inside the
+    block, ``run(kernel, count, room, *args)`` calls ``kernel(*args, *room(), start, stop)``
+    on chunks of ``range(count)``, the calling thread first, helpers as the load allows;
+    ``room()`` makes a thread's work arrays. Each kernel is compiled serial and without the
+    GIL: a chunk's results are the same on any thread, and numba's parallel kernels, which
+    compile several times longer and start an OpenMP pool of their own, are not needed."""
+    with (
+        FitThreads(work=work, current_s=STALE_S) as threads,
+        ThreadPoolExecutor(threads.most, thread_name_prefix="sklearn_adm") as pool,
+    ):
+
+        def run(kernel, count, room, *args):
+            chunks = CHUNKS_PER_THREAD * threads.most if threads.most > 1 else 1
+            chunk = max(1, -(-count // chunks))
+            starts, lock = iter(range(0, count, chunk)), threading.Lock()
+
+            def next_chunk():
+                with lock:
+                    start = next(starts, None)
+                return None if start is None else (start, min(start + chunk, count))
+
+            def helper(rank):  # stops where the load leaves fewer threads than its rank
+                space = room()
+                while rank < threads.n_threads and (span := next_chunk()) is not None:
+                    kernel(*args, *space, *span)
+
+            helpers, started = {}, []
+            space = room()
+            while True:
+                for rank in range(1, threads.n_threads):
+                    if rank not in helpers or helpers[rank].done():
+                        helpers[rank] = pool.submit(helper, rank)
+                        started.append(helpers[rank])
+                span = next_chunk()
+                if span is None:
+                    break
+                kernel(*args, *space, *span)
+                threads.rebalance()
+            for future in started:
+                future.result()
+
+        yield run
 
 
 def squared_correlation(covariance, variance_x, variance_y):

@@ -25,7 +25,6 @@ test's permutations) run in parallel. dcor's ``method="avl"`` (Huo & Székely 20
 the same statistic and sorts both columns at every call.
 """
 
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numba
@@ -34,8 +33,7 @@ from scipy import stats
 from sklearn.utils.validation import check_array
 
 from .._data.scaling import row_blocks
-from .._runtime.threads import FitThreads
-from ._kernels import numba_kernel, squared_correlation
+from ._kernels import kernel_threads, run_serially, squared_correlation
 
 __all__ = [
     "distance_correlation_limit",
@@ -199,20 +197,17 @@ def _constant(x_totals, y_totals, n):
     return -2 * x_totals[0] * y_totals[0] + x_totals[1] * y_totals[1] / n**2
 
 
-@numba.njit(cache=True)
-def _jobs(columns, pairs, moves, row_products, out, thread, work):
-    """The jobs of :func:`_covariances` of one of ``len(work[0])`` threads into ``out``, on
-    that thread's row of each of the ``work`` arrays (:func:`_work_arrays`)."""
+@numba.njit(cache=True, nogil=True)
+def _covariances(columns, pairs, moves, row_products, out, work, start, stop):
+    """Into ``out`` ``(n_moves, n_pairs)``, from its flat index ``start`` to ``stop``,
+    ``n^2 dCov^2`` of each pair ``(j, k)`` of ``pairs`` of :func:`_sorted_columns`, with
+    column ``k``'s row ``moves[c, i]`` at row ``i`` for each ``c``; ``moves`` of shape
+    ``(1, 0)`` leaves the rows as they are. Without ``row_products``, less what
+    :func:`_row_terms` gives. ``work``: one thread's arrays (:func:`_work_arrays`)."""
     order, xs, ranked, below, totals = columns
-    all_ranks, all_ys, all_belows, blocks, masks, within, all_moved = work
-    ranks, ys, y_belows, moved = (
-        all_ranks[thread],
-        all_ys[thread],
-        all_belows[thread],
-        all_moved[thread],
-    )
-    trees = blocks[thread], masks[thread], within[thread]
-    for job in range(thread, out.size, len(all_ranks)):
+    ranks, ys, y_belows, blocks, masks, within, moved = work
+    trees = blocks, masks, within
+    for job in range(start, stop):
         c, pair = divmod(job, len(pairs))
         j, k = pairs[pair]
         rows = order[j]
@@ -230,51 +225,32 @@ def _jobs(columns, pairs, moves, row_products, out, thread, work):
         out[c, pair] = _sweep(gathered, xs[j], totals[j], totals[k], trees, row_products)
 
 
-@numba.njit(parallel=True, cache=True)
-def _covariances(columns, pairs, moves, row_products, out, work):
-    """Into ``out`` ``(n_moves, n_pairs)``, ``n^2 dCov^2`` of each pair ``(j, k)`` of ``pairs``
-    of :func:`_sorted_columns`, with column ``k``'s row ``moves[c, i]`` at row ``i`` for each
-    ``c``; ``moves`` of shape ``(1, 0)`` leaves the rows as they are. Without
-    ``row_products``, less what :func:`_row_terms` gives. One thread for each row of the
-    ``work`` arrays (:func:`_work_arrays`)."""
-    for thread in numba.prange(len(work[0])):
-        _jobs(columns, pairs, moves, row_products, out, thread, work)
-
-
-@numba.njit(cache=True)
-def _covariances_serial(columns, pairs, moves, row_products, out, work):
-    """:func:`_covariances` on one thread."""
-    for thread in range(len(work[0])):
-        _jobs(columns, pairs, moves, row_products, out, thread, work)
-
-
-def _work_arrays(order, threads, moved):
-    """The work arrays of :func:`_jobs` for rows of ``order``'s type, a row each of
-    ``threads``: the rank, value and ``P`` of each row of ``y`` in ``x``'s order, the tree
-    over the blocks of ranks, each block's mask and its tree of sums, and where ``moved``
-    the moved rows. Made here, not in the kernels: numba compiles an allocation with the
-    kernel, and compiling is most of a fresh environment's first call (design/first-score)."""
+def _work_arrays(order, moved):
+    """One thread's work arrays of :func:`_covariances` for rows of ``order``'s type: the
+    rank, value and ``P`` of each row of ``y`` in ``x``'s order, the tree over the blocks of
+    ranks, each block's mask and its tree of sums, and where ``moved`` the moved rows. Made
+    here, not in the kernel: numba compiles an allocation with the kernel, and compiling is
+    most of a fresh environment's first call (design/first-score)."""
     n = order.shape[1]
     bits = _BLOCK_BITS if n > _ONE_TREE_ROWS else 0
     n_blocks = (n + (1 << bits) - 1) >> bits
     return (
-        np.empty((threads, n), dtype=order.dtype),
-        np.empty((threads, n)),
-        np.empty((threads, n)),
-        np.empty((threads, n_blocks + 1, 2)),
-        np.empty((threads, n_blocks), dtype=np.uint64),
-        np.empty((threads, n_blocks * (_BLOCK + 1) if bits else 0)),
-        np.empty((threads, n if moved else 0), dtype=order.dtype),
+        np.empty(n, dtype=order.dtype),
+        np.empty(n),
+        np.empty(n),
+        np.empty((n_blocks + 1, 2)),
+        np.empty(n_blocks, dtype=np.uint64),
+        np.empty(n_blocks * (_BLOCK + 1) if bits else 0),
+        np.empty(n if moved else 0, dtype=order.dtype),
     )
 
 
-def _covariances_by(kernel, columns, pairs, moves, row_products):
-    """:func:`_covariances` by ``kernel`` (one of :data:`_KERNELS`, the serial one on one
-    thread), ``(n_moves, n_pairs)``."""
-    threads = numba.get_num_threads() if kernel is _covariances else 1
+def _covariances_by(run, columns, pairs, moves, row_products):
+    """:func:`_covariances` by ``run`` (a runner of :mod:`._kernels`), ``(n_moves,
+    n_pairs)``."""
     out = np.empty((len(moves), len(pairs)))
-    work = _work_arrays(columns[0], threads, moves.shape[1] > 0)
-    kernel(columns, pairs, moves, row_products, out, work)
+    room = lambda: (_work_arrays(columns[0], moves.shape[1] > 0),)  # noqa: E731
+    run(_covariances, out.size, room, columns, pairs, moves, row_products, out)
     return out
 
 
@@ -318,8 +294,6 @@ def _row_terms(columns, pairs):
 
 #: ``moves`` of :func:`_covariances` that leave every row in place
 _UNMOVED = np.empty((1, 0), dtype=np.intp)
-#: the serial and the parallel kernel, for :func:`numba_kernel` to choose from
-_KERNELS = (_covariances_serial, _covariances)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -367,18 +341,17 @@ def _sorted_columns(Z, columns=None):
     order, xs, ranked, below, totals = columns
     variances = np.empty(d)
 
-    def describe(j):  # numpy's sort and the kernel leave the GIL: columns in parallel
-        x = np.array(Z[:, j], dtype=np.float64)
-        x -= x.mean()  # the identities then cancel less
-        _describe_column(x, np.argsort(x), j, order, xs, ranked, below, totals, variances)
+    def describe(start, stop):  # numpy's sort and the kernel leave the GIL
+        for j in range(start, stop):
+            x = np.array(Z[:, j], dtype=np.float64)
+            x -= x.mean()  # the identities then cancel less
+            _describe_column(x, np.argsort(x), j, order, xs, ranked, below, totals, variances)
 
     if n * d < _SERIAL_SORT:
-        for j in range(d):
-            describe(j)
+        run_serially(describe, d, tuple)
     else:
-        with FitThreads(work=n * d, follows=False) as threads:
-            with ThreadPoolExecutor(threads.n_threads) as pool:
-                list(pool.map(describe, range(d)))
+        with kernel_threads(n * d) as run:
+            run(describe, d, tuple)
     return columns, variances
 
 
@@ -420,10 +393,10 @@ def distance_correlation_pairwise(Z, *, squared=False):
     second, first = np.tril_indices(d, k=-1)
     pairs = np.column_stack([first, second])
     by_product = d >= _PRODUCT_COLUMNS[n > _ONE_TREE_ROWS]
-    with numba_kernel(n * _SWEEP_WORK, *_KERNELS, calls=len(pairs)) as kernel:
-        covariances = _covariances_by(kernel, columns, pairs, _UNMOVED, not by_product)[0]
-        if by_product:
-            covariances += _row_terms(columns, pairs)
+    with kernel_threads(n * _SWEEP_WORK * len(pairs)) as run:
+        covariances = _covariances_by(run, columns, pairs, _UNMOVED, not by_product)[0]
+    if by_product:  # on the caller's BLAS threads, whatever the load
+        covariances += _row_terms(columns, pairs)
     result = np.diag((variances > 0).astype(np.float64))
     result[first, second] = result[second, first] = squared_correlation(
         covariances, variances[first], variances[second]
@@ -466,10 +439,10 @@ def sorted_permutations(X, Y, sweeps):
 
     def permuted(orders):
         blocks = [orders] if isinstance(orders, np.ndarray) else orders
-        with numba_kernel(n * count * _SWEEP_WORK, *_KERNELS, calls=sweeps) as kernel:
+        with kernel_threads(n * count * _SWEEP_WORK * sweeps) as run:
             covariances = [
                 _covariances_by(
-                    kernel, columns, pairs, np.ascontiguousarray(moves, dtype=np.intp), True
+                    run, columns, pairs, np.ascontiguousarray(moves, dtype=np.intp), True
                 )
                 for moves in blocks
             ]
@@ -499,7 +472,7 @@ def distance_correlation_limit(X, Y):
     weight carries the sum. ``null_mean``: ``sum E[T]`` on the statistic's scale."""
     columns, variances, pairs, scale = _sorted_pairs(X, Y)
     n, count = len(X), len(pairs)
-    covariance = _covariances_by(_covariances_serial, columns, pairs, _UNMOVED, True)[0].sum()
+    covariance = _covariances_by(run_serially, columns, pairs, _UNMOVED, True)[0].sum()
     totals = columns[4][:, 1]
     mean = (totals[:count] * totals[count:]).sum() / (n**2 * (n - 1))
     if scale == 0 or mean <= 0:  # a constant sample: no dependence to measure
@@ -539,14 +512,14 @@ def one_vs_rest_by_projections(Z, n_projections, rng):
     )
     pairs = np.vstack([x_pairs, y_pairs])
     columns = _empty_columns(n, len(pairs) + 1)
-    with numba_kernel(n * _SWEEP_WORK, *_KERNELS, calls=len(pairs) * d) as kernel:
+    with kernel_threads(n * _SWEEP_WORK * len(pairs) * d) as run:
         for j in range(d):
             rest = np.delete(Z, j, axis=1)
             # independent frames for v and w: within a frame, directions are orthogonal
             directions = np.hstack([_frames(rng, d - 1, n_projections) for _ in range(2)])
             projected = np.column_stack([Z[:, j], rest @ directions])
             columns, variances = _sorted_columns(projected, columns)
-            covariances = _covariances_by(kernel, columns, pairs, _UNMOVED, True)[0]
+            covariances = _covariances_by(run, columns, pairs, _UNMOVED, True)[0]
             across = covariances[:n_projections].mean()  # ~ dCov^2(x, Y) / C_q
             within = covariances[n_projections:].mean()  # ~ dVar^2(Y) / C_q^2
             result[j] = squared_correlation(across, variances[0], within)

@@ -14,7 +14,6 @@ from threadpoolctl import threadpool_info
 from sklearn_adm import ICA, PICA, ADMRegularizer, DependenceScorer, NonlinearPICA
 from sklearn_adm._runtime import allocator
 from sklearn_adm.datasets import make_nonlinear_mixture
-from sklearn_adm.independence import _kernels
 from tests._helpers import RecordingLibc
 
 X, _ = make_nonlinear_mixture(400, random_state=0)
@@ -67,7 +66,6 @@ def test_work_leaves_the_process_as_it_found_it(monkeypatch, name):
     monkeypatch.setattr(allocator, "_libc", lambda: libc)
     monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
     monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
-    monkeypatch.setattr(_kernels, "SERIAL_WORK", 0)  # numba's parallel kernel, on threads
     caller_torch, caller_numba = torch.get_num_threads(), numba.get_num_threads()
     torch.set_num_threads(2)
     numba.set_num_threads(1)

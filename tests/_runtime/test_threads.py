@@ -121,9 +121,12 @@ def test_a_fit_starts_on_one_thread_until_it_has_measured_the_load(cores, caller
         assert threads.n_threads == 1
         threads.rebalance()  # the meter's first interval: four cores free
         assert threads.n_threads == 4
-    # work that cannot follow the load measures it before it starts
-    with runtime_threads.FitThreads(10**9, follows=False) as threads:
+    # work in chunks, which any thread may take, trusts a reading up to STALE_S old
+    with runtime_threads.FitThreads(10**9, current_s=runtime_threads.STALE_S) as threads:
         assert threads.n_threads == 4
+    cores["age"] = runtime_threads.STALE_S + 1.0
+    with runtime_threads.FitThreads(10**9, current_s=runtime_threads.STALE_S) as threads:
+        assert threads.n_threads == 1
 
 
 def test_a_load_that_began_since_the_last_reading_never_meets_two_threads(

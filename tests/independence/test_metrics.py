@@ -4,6 +4,7 @@ import dcor
 import numpy as np
 import pytest
 
+from sklearn_adm import training_threads
 from sklearn_adm.metrics import (
     distance_correlation_one_vs_rest,
     distance_correlation_pairwise,
@@ -108,18 +109,15 @@ def test_row_products_of_one_matrix_product_are_those_the_sweep_adds(n):
     test's permutations add them in the sweep. Both give the same n^2 dCov^2, with one tree
     over the ranks (300 rows) and with the two-level one (140,000 rows)."""
     from sklearn_adm.independence import _sorting
+    from sklearn_adm.independence._kernels import run_serially
 
     rng = np.random.default_rng(n)
     x = rng.normal(size=n)
     Z = np.c_[x, np.abs(x) + rng.normal(size=n), np.round(2 * x), rng.normal(size=n)]
     columns, variances = _sorting._sorted_columns(Z)
     pairs = np.array([[0, 1], [1, 0], [2, 3], [0, 2], [3, 1]])
-    swept = _sorting._covariances_by(
-        _sorting._covariances_serial, columns, pairs, _sorting._UNMOVED, True
-    )[0]
-    split = _sorting._covariances_by(
-        _sorting._covariances_serial, columns, pairs, _sorting._UNMOVED, False
-    )[0]
+    swept = _sorting._covariances_by(run_serially, columns, pairs, _sorting._UNMOVED, True)[0]
+    split = _sorting._covariances_by(run_serially, columns, pairs, _sorting._UNMOVED, False)[0]
     split += _sorting._row_terms(columns, pairs)
     np.testing.assert_allclose(split, swept, rtol=0, atol=1e-9 * variances.max())
     assert abs(swept[0] - swept[1]) <= 1e-9 * variances.max()  # symmetric in x and y
@@ -169,7 +167,7 @@ def test_torch_engine_matches_the_numba_engine():
 
     Z = np.random.default_rng(3).normal(size=(300, 5))
     sums = np.zeros((5, *Z.shape))
-    _one_vs_rest_sums(Z, sums, np.empty_like(Z))
+    _one_vs_rest_sums(Z, sums, np.empty(Z.shape[1]), 0, len(Z))
     for numba_sums, torch_sums in zip(
         sums, _one_vs_rest_sums_torch(Z, "cpu", block_bytes=1e5), strict=True
     ):
@@ -177,8 +175,8 @@ def test_torch_engine_matches_the_numba_engine():
 
 
 def test_numba_kernel_leaves_torch_threads_as_they_were():
-    """Numba's OpenMP pool shares torch's runtime: starting it (in a fresh process) must not
-    reset torch's count, which in a Dask worker of one thread oversubscribed the cores."""
+    """The kernels' threads are chosen as a fit's: in a fresh process, torch's count is the
+    caller's afterwards (a Dask worker of one thread must stay on one)."""
     import subprocess
     import sys
 
@@ -193,19 +191,16 @@ def test_numba_kernel_leaves_torch_threads_as_they_were():
     assert result.stdout.strip() == "1", result.stderr
 
 
-@pytest.mark.parametrize("parallel", [False, True])
-def test_permuted_distance_correlation_matches_dcor(parallel, monkeypatch):
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_permuted_distance_correlation_matches_dcor(n_threads):
     """Each permutation's statistic is dcor's on the permuted rows, on one thread and on
-    the parallel kernel."""
-    from sklearn_adm.independence import _kernels
-
-    if parallel:
-        monkeypatch.setattr(_kernels, "SERIAL_WORK", 0)
+    two."""
     rng = np.random.default_rng(4)
     X = rng.normal(size=(120, 3))
     Y = np.c_[X[:, 0] ** 2, rng.normal(size=120)] + 0.5 * rng.normal(size=(120, 2))
     orders = np.array([rng.permutation(120) for _ in range(5)])
-    observed, permuted = permuted_distance_correlation(X, Y, orders)
+    with training_threads(n_threads):
+        observed, permuted = permuted_distance_correlation(X, Y, orders)
     assert observed == pytest.approx(dcor.distance_correlation_sqr(X, Y), rel=1e-10)
     expected = [dcor.distance_correlation_sqr(X, Y[order]) for order in orders]
     np.testing.assert_allclose(permuted, expected, rtol=1e-9)
@@ -214,18 +209,48 @@ def test_permuted_distance_correlation_matches_dcor(parallel, monkeypatch):
     assert constant[0] == 0.0 and (constant[1] == 0.0).all()
 
 
-def test_one_vs_rest_of_many_arrays_matches_one_at_a_time(monkeypatch):
-    """A permutation test's evaluations share one choice of kernel: the parallel one here,
-    where each alone would take the serial one; the values are the same."""
-    from sklearn_adm.independence import _distance, _kernels
+def test_one_vs_rest_is_the_same_to_the_bit_on_any_number_of_threads():
+    """A permutation test's evaluations share one choice of threads; each row's sums are
+    made by one thread in one order, so the values are those of one thread alone."""
+    from sklearn_adm.independence import _distance
 
     rng = np.random.default_rng(5)
     arrays = [rng.normal(size=(80, 3)) for _ in range(4)]
     arrays[0][:, 1] += arrays[0][:, 0] ** 2
-    monkeypatch.setattr(_kernels, "SERIAL_WORK", 2 * 80 * 80 * 3)  # below all four, above one
-    together = _distance._one_vs_rest_of_each(iter(arrays), len(arrays))
-    one_at_a_time = [distance_correlation_one_vs_rest(Z) for Z in arrays]
-    np.testing.assert_allclose(together, one_at_a_time, rtol=1e-12)
+    with training_threads(3):
+        together = _distance._one_vs_rest_of_each(iter(arrays), len(arrays))
+    with training_threads(1):
+        one_at_a_time = [distance_correlation_one_vs_rest(Z) for Z in arrays]
+    np.testing.assert_array_equal(together, one_at_a_time)
+
+
+def test_kernel_threads_run_every_chunk_once_and_raise_a_helpers_error():
+    """The runner hands each chunk of the loop to one thread, each thread its own room."""
+    import threading
+    import time
+
+    from sklearn_adm.independence._kernels import kernel_threads
+
+    seen, rooms = [], set()
+
+    def kernel(out, room, start, stop):
+        rooms.add(id(room))
+        out.append((start, stop))
+
+    with training_threads(3), kernel_threads(10**9) as run:
+        run(kernel, 1000, lambda: (np.empty(1),), seen)
+    covered = np.concatenate([np.arange(start, stop) for start, stop in sorted(seen)])
+    np.testing.assert_array_equal(covered, np.arange(1000))
+    assert len(seen) > 1 and 1 <= len(rooms) <= 3
+
+    def failing(start, stop):
+        time.sleep(0.001)  # leaves the GIL, as the kernels do: the helpers take chunks
+        if threading.current_thread() is not threading.main_thread():
+            raise ValueError("a helper's chunk failed")
+
+    with pytest.raises(ValueError, match="a helper's chunk failed"):
+        with training_threads(3), kernel_threads(10**9) as run:
+            run(failing, 1000, tuple)
 
 
 def test_one_vs_rest_on_projections_estimates_the_exact_statistic():
