@@ -65,12 +65,12 @@ def _add_row_sums(z, i, sums, diff):
 
 
 @numba.njit(cache=True, nogil=True)
-def _one_vs_rest_sums(z, sums, room, start, stop):
-    """Add to ``sums`` ``(5, n, d)``, per row ``i`` from ``start`` to ``stop`` and feature
-    ``j``, the sums over ``k`` of a, b, a*b, a^2, b^2, with ``room`` ``(d,)`` for the
+def _one_vs_rest_sums(z, sums, room, first, stop, step):
+    """Add to ``sums`` ``(5, n, d)``, per row ``i`` of ``range(first, stop, step)`` and
+    feature ``j``, the sums over ``k`` of a, b, a*b, a^2, b^2, with ``room`` ``(d,)`` for the
     differences. The caller makes the arrays: an allocation in a kernel is compiled with it,
     and compiling is most of a fresh environment's first call (design/first-score)."""
-    for i in range(start, stop):
+    for i in range(first, stop, step):
         _add_row_sums(z, i, sums, room)
 
 
@@ -259,10 +259,10 @@ def _permuted_cross_sum(fixed, moved, order):
 
 
 @numba.njit(cache=True, nogil=True)
-def _permuted_cross_sums(fixed, moved, orders, sums, start, stop):
-    """Into ``sums`` ``(n_permutations,)``, :func:`_permuted_cross_sum` for the orders from
-    ``start`` to ``stop``."""
-    for c in range(start, stop):
+def _permuted_cross_sums(fixed, moved, orders, sums, first, stop, step):
+    """Into ``sums`` ``(n_permutations,)``, :func:`_permuted_cross_sum` for the orders
+    ``range(first, stop, step)``."""
+    for c in range(first, stop, step):
         sums[c] = _permuted_cross_sum(fixed, moved, orders[c])
 
 

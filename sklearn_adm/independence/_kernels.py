@@ -15,34 +15,46 @@ from .._runtime.threads import STALE_S, FitThreads
 CHUNKS_PER_THREAD = 8
 
 
-def run_serially(kernel, count, room, *args):
-    """``kernel(*args, *room(), 0, count)``: the whole loop on the calling thread."""
-    kernel(*args, *room(), 0, count)
+def run_serially(kernel, count, room, *args, interleave=False):
+    """The runner of :func:`kernel_threads` on the calling thread alone: ``kernel(*args,
+    *room(), 0, count, 1)``, one chunk (interleaved or not)."""
+    kernel(*args, *room(), 0, count, 1)
 
 
 @contextlib.contextmanager
 def kernel_threads(work):
     """A runner of numba kernels on the threads a fit would use for ``work`` elements in all
     (:class:`~sklearn_adm._runtime.threads.FitThreads`, following the load): inside the
-    block, ``run(kernel, count, room, *args)`` calls ``kernel(*args, *room(), start, stop)``
-    on chunks of ``range(count)``, the calling thread first, helpers as the load allows;
-    ``room()`` makes a thread's work arrays. Each kernel is compiled serial and without the
-    GIL: a chunk's results are the same on any thread, and numba's parallel kernels, which
-    compile several times longer and start an OpenMP pool of their own, are not needed."""
+    block, ``run(kernel, count, room, *args, interleave=False)`` calls ``kernel(*args,
+    *room(), first, stop, step)`` for each chunk ``range(first, stop, step)`` of
+    ``range(count)``, the calling thread first, helpers as the load allows; ``room()`` makes
+    a thread's work arrays. Chunks are runs of the loop, or with ``interleave`` every
+    ``step``-th item, so that the threads work on neighbouring items at any time (column
+    pairs that share a column then read it from the cache together). Each kernel is
+    compiled serial and
+    without the GIL: a chunk's results are the same on any thread, and numba's parallel
+    kernels, which compile several times longer and start an OpenMP pool of their own, are
+    not needed."""
     with (
         FitThreads(work=work, current_s=STALE_S) as threads,
         ThreadPoolExecutor(threads.most, thread_name_prefix="sklearn_adm") as pool,
     ):
 
-        def run(kernel, count, room, *args):
-            chunks = CHUNKS_PER_THREAD * threads.most if threads.most > 1 else 1
-            chunk = max(1, -(-count // chunks))
-            starts, lock = iter(range(0, count, chunk)), threading.Lock()
+        def run(kernel, count, room, *args, interleave=False):
+            if count == 0:
+                return
+            chunks = min(count, CHUNKS_PER_THREAD * threads.most) if threads.most > 1 else 1
+            length = -(-count // chunks)
+            spans = (
+                ((first, count, chunks) for first in range(chunks))
+                if interleave
+                else ((start, min(start + length, count), 1) for start in range(0, count, length))
+            )
+            lock = threading.Lock()
 
             def next_chunk():
                 with lock:
-                    start = next(starts, None)
-                return None if start is None else (start, min(start + chunk, count))
+                    return next(spans, None)
 
             def helper(rank):  # stops where the load leaves fewer threads than its rank
                 space = room()

@@ -198,8 +198,8 @@ def _constant(x_totals, y_totals, n):
 
 
 @numba.njit(cache=True, nogil=True)
-def _covariances(columns, pairs, moves, row_products, out, work, start, stop):
-    """Into ``out`` ``(n_moves, n_pairs)``, from its flat index ``start`` to ``stop``,
+def _covariances(columns, pairs, moves, row_products, out, work, first, stop, step):
+    """Into ``out`` ``(n_moves, n_pairs)``, at its flat indices ``range(first, stop, step)``,
     ``n^2 dCov^2`` of each pair ``(j, k)`` of ``pairs`` of :func:`_sorted_columns`, with
     column ``k``'s row ``moves[c, i]`` at row ``i`` for each ``c``; ``moves`` of shape
     ``(1, 0)`` leaves the rows as they are. Without ``row_products``, less what
@@ -207,7 +207,7 @@ def _covariances(columns, pairs, moves, row_products, out, work, start, stop):
     order, xs, ranked, below, totals = columns
     ranks, ys, y_belows, blocks, masks, within, moved = work
     trees = blocks, masks, within
-    for job in range(start, stop):
+    for job in range(first, stop, step):
         c, pair = divmod(job, len(pairs))
         j, k = pairs[pair]
         rows = order[j]
@@ -250,7 +250,7 @@ def _covariances_by(run, columns, pairs, moves, row_products):
     n_pairs)``."""
     out = np.empty((len(moves), len(pairs)))
     room = lambda: (_work_arrays(columns[0], moves.shape[1] > 0),)  # noqa: E731
-    run(_covariances, out.size, room, columns, pairs, moves, row_products, out)
+    run(_covariances, out.size, room, columns, pairs, moves, row_products, out, interleave=True)
     return out
 
 
@@ -341,8 +341,8 @@ def _sorted_columns(Z, columns=None):
     order, xs, ranked, below, totals = columns
     variances = np.empty(d)
 
-    def describe(start, stop):  # numpy's sort and the kernel leave the GIL
-        for j in range(start, stop):
+    def describe(first, stop, step):  # numpy's sort and the kernel leave the GIL
+        for j in range(first, stop, step):
             x = np.array(Z[:, j], dtype=np.float64)
             x -= x.mean()  # the identities then cancel less
             _describe_column(x, np.argsort(x), j, order, xs, ranked, below, totals, variances)

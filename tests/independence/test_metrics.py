@@ -167,7 +167,7 @@ def test_torch_engine_matches_the_numba_engine():
 
     Z = np.random.default_rng(3).normal(size=(300, 5))
     sums = np.zeros((5, *Z.shape))
-    _one_vs_rest_sums(Z, sums, np.empty(Z.shape[1]), 0, len(Z))
+    _one_vs_rest_sums(Z, sums, np.empty(Z.shape[1]), 0, len(Z), 1)
     for numba_sums, torch_sums in zip(
         sums, _one_vs_rest_sums_torch(Z, "cpu", block_bytes=1e5), strict=True
     ):
@@ -224,33 +224,37 @@ def test_one_vs_rest_is_the_same_to_the_bit_on_any_number_of_threads():
     np.testing.assert_array_equal(together, one_at_a_time)
 
 
-def test_kernel_threads_run_every_chunk_once_and_raise_a_helpers_error():
-    """The runner hands each chunk of the loop to one thread, each thread its own room."""
+@pytest.mark.parametrize("interleave", [False, True])
+def test_kernel_threads_run_every_chunk_once_and_raise_a_helpers_error(interleave):
+    """The runner hands each chunk of the loop, a run or interleaved, to one thread, each
+    thread its own room; an empty loop calls nothing."""
     import threading
     import time
 
     from sklearn_adm.independence._kernels import kernel_threads
 
-    seen, rooms = [], set()
+    seen, steps, rooms = [], [], set()
 
-    def kernel(out, room, start, stop):
+    def kernel(out, room, first, stop, step):
         rooms.add(id(room))
-        out.append((start, stop))
+        steps.append(step)
+        out.extend(range(first, stop, step))
 
     with training_threads(3), kernel_threads(10**9) as run:
-        run(kernel, 1000, lambda: (np.empty(1),), seen)
-    covered = np.concatenate([np.arange(start, stop) for start, stop in sorted(seen)])
-    np.testing.assert_array_equal(covered, np.arange(1000))
-    assert len(seen) > 1 and 1 <= len(rooms) <= 3
+        run(kernel, 1000, lambda: (np.empty(1),), seen, interleave=interleave)
+        run(kernel, 0, lambda: (np.empty(1),), seen, interleave=interleave)
+    np.testing.assert_array_equal(sorted(seen), np.arange(1000))
+    assert len(steps) == 24 and set(steps) == {24 if interleave else 1}
+    assert 1 <= len(rooms) <= 3
 
-    def failing(start, stop):
+    def failing(first, stop, step):
         time.sleep(0.001)  # leaves the GIL, as the kernels do: the helpers take chunks
         if threading.current_thread() is not threading.main_thread():
             raise ValueError("a helper's chunk failed")
 
     with pytest.raises(ValueError, match="a helper's chunk failed"):
         with training_threads(3), kernel_threads(10**9) as run:
-            run(failing, 1000, tuple)
+            run(failing, 1000, tuple, interleave=interleave)
 
 
 def test_one_vs_rest_on_projections_estimates_the_exact_statistic():
