@@ -41,6 +41,11 @@ __all__ = [
     "permuted_distance_correlation",
 ]
 
+#: permutations that share a pass over the fixed sample's ``n x n`` distances, whose rows
+#: are then read from memory once for all of them; their rows of the moved sample stay
+#: within a core's L2 cache at some thousands of rows (design/defaults)
+PERMUTATIONS_A_PASS = 8
+
 
 @numba.njit(inline="always")
 def _add_row_sums(z, i, sums, diff):
@@ -193,9 +198,9 @@ def permuted_distance_correlation(X, Y, orders):
     Notes
     -----
     Each sample's distances are double-centred once (two ``n x n`` matrices, in float64);
-    a permutation then costs one pass over them (:func:`_permuted_cross_sums`), reading the
-    permuted matrix's rows in place, where ``dcor``'s test copies a permuted matrix each
-    time.
+    a permutation then costs a share of a pass over them (:func:`_permuted_cross_sums`),
+    reading the permuted matrix's rows in place, where ``dcor``'s test copies a permuted
+    matrix each time.
     """
     n = len(X)
     needed, available = 16 * n * n, psutil.virtual_memory().available
@@ -213,7 +218,9 @@ def permuted_distance_correlation(X, Y, orders):
     orders = np.ascontiguousarray(orders, dtype=np.intp)
     cross = np.empty(len(orders))
     with kernel_threads(len(orders) * n * n) as run:
-        run(_permuted_cross_sums, len(orders), tuple, x, y, orders, cross)
+        run(
+            _permuted_cross_sums, len(orders), tuple, x, y, orders, cross, grain=PERMUTATIONS_A_PASS
+        )
     observed = np.vdot(x, y) / n**2
     return float(max(observed, 0.0) / variance), np.maximum(cross / n**2, 0.0) / variance
 
@@ -245,25 +252,28 @@ def _double_centred(matrix):
     return matrix
 
 
-@numba.njit(inline="always", fastmath=True)
-def _permuted_cross_sum(fixed, moved, order):
-    """``sum_ik fixed[i, k] moved[order[i], order[k]]``."""
-    total = 0.0
-    for i in range(len(order)):
-        row = moved[order[i]]
-        part = 0.0
-        for k in range(len(order)):
-            part += fixed[i, k] * row[order[k]]
-        total += part
-    return total
-
-
 @numba.njit(cache=True, nogil=True)
 def _permuted_cross_sums(fixed, moved, orders, sums, first, stop, step):
-    """Into ``sums`` ``(n_permutations,)``, :func:`_permuted_cross_sum` for the orders
-    ``range(first, stop, step)``."""
-    for c in range(first, stop, step):
-        sums[c] = _permuted_cross_sum(fixed, moved, orders[c])
+    """Into ``sums`` ``(n_permutations,)``, ``sum_ik fixed[i, k] moved[order[i], order[k]]``
+    for each order of ``orders[first:stop:step]``, :data:`PERMUTATIONS_A_PASS` of them in
+    each pass over ``fixed``: the passes are bound by the memory's bandwidth, and each row of
+    ``fixed`` is then read once for all of them. Every sum is taken in the same order."""
+    n = orders.shape[1]
+    count = max(0, (stop - first + step - 1) // step)
+    for group in range(0, count, PERMUTATIONS_A_PASS):
+        members = min(PERMUTATIONS_A_PASS, count - group)
+        for member in range(members):
+            sums[first + (group + member) * step] = 0.0
+        for i in range(n):
+            fixed_row = fixed[i]
+            for member in range(members):
+                c = first + (group + member) * step
+                order = orders[c]
+                row = moved[order[i]]
+                part = 0.0
+                for k in range(n):
+                    part += fixed_row[k] * row[order[k]]
+                sums[c] += part
 
 
 def blockwise_distance_correlation(X, Y, blocks, orders, kernel="distance"):
@@ -313,7 +323,16 @@ def blockwise_distance_correlation(X, Y, blocks, orders, kernel="distance"):
             position[rows] = np.arange(len(rows))
             local_orders = np.ascontiguousarray(position[orders[:, rows]])
             observed += max(np.vdot(x, y), 0.0) / variance
-            run(_permuted_cross_sums, len(orders), tuple, x, y, local_orders, cross)
+            run(
+                _permuted_cross_sums,
+                len(orders),
+                tuple,
+                x,
+                y,
+                local_orders,
+                cross,
+                grain=PERMUTATIONS_A_PASS,
+            )
             permuted += np.maximum(cross, 0.0) / variance
             counted += 1
     counted = max(counted, 1)

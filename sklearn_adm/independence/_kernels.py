@@ -15,9 +15,9 @@ from .._runtime.threads import STALE_S, FitThreads
 CHUNKS_PER_THREAD = 8
 
 
-def run_serially(kernel, count, room, *args, interleave=False):
+def run_serially(kernel, count, room, *args, interleave=False, grain=1):
     """The runner of :func:`kernel_threads` on the calling thread alone: ``kernel(*args,
-    *room(), 0, count, 1)``, one chunk (interleaved or not)."""
+    *room(), 0, count, 1)``, one chunk."""
     kernel(*args, *room(), 0, count, 1)
 
 
@@ -25,12 +25,13 @@ def run_serially(kernel, count, room, *args, interleave=False):
 def kernel_threads(work):
     """A runner of numba kernels on the threads a fit would use for ``work`` elements in all
     (:class:`~sklearn_adm._runtime.threads.FitThreads`, following the load): inside the
-    block, ``run(kernel, count, room, *args, interleave=False)`` calls ``kernel(*args,
-    *room(), first, stop, step)`` for each chunk ``range(first, stop, step)`` of
-    ``range(count)``, the calling thread first, helpers as the load allows; ``room()`` makes
-    a thread's work arrays. Chunks are runs of the loop, or with ``interleave`` every
-    ``step``-th item, so that the threads work on neighbouring items at any time (column
-    pairs that share a column then read it from the cache together). Each kernel is
+    block, ``run(kernel, count, room, *args, interleave=False, grain=1)`` calls
+    ``kernel(*args, *room(), first, stop, step)`` for each chunk ``range(first, stop,
+    step)`` of ``range(count)``, the calling thread first, helpers as the load allows;
+    ``room()`` makes a thread's work arrays. Chunks are runs of at least ``grain`` items
+    where there are enough, or with ``interleave`` every ``step``-th item, so that the
+    threads work on neighbouring items at any time (column pairs that share a column then
+    read it from the cache together). Each kernel is
     compiled serial and
     without the GIL: a chunk's results are the same on any thread, and numba's parallel
     kernels, which compile several times longer and start an OpenMP pool of their own, are
@@ -40,10 +41,11 @@ def kernel_threads(work):
         ThreadPoolExecutor(threads.most, thread_name_prefix="sklearn_adm") as pool,
     ):
 
-        def run(kernel, count, room, *args, interleave=False):
+        def run(kernel, count, room, *args, interleave=False, grain=1):
             if count == 0:
                 return
-            chunks = min(count, CHUNKS_PER_THREAD * threads.most) if threads.most > 1 else 1
+            most = CHUNKS_PER_THREAD * threads.most if threads.most > 1 else 1
+            chunks = min(-(-count // grain), most)
             length = -(-count // chunks)
             spans = (
                 ((first, count, chunks) for first in range(chunks))
