@@ -47,36 +47,30 @@ __all__ = [
 PERMUTATIONS_A_PASS = 8
 
 
-@numba.njit(inline="always")
-def _add_row_sums(z, i, sums, diff):
-    """Add row ``i``'s sums over all rows ``k`` of a, b, a*b, a^2, b^2 to ``sums[:, i]``,
-    with ``diff`` ``(d,)`` as room for the differences of two rows."""
-    n, d = z.shape
-    for k in range(n):
-        squared = 0.0
-        for j in range(d):
-            diff[j] = z[i, j] - z[k, j]
-            squared += diff[j] * diff[j]
-        for j in range(d):
-            a_squared = diff[j] * diff[j]
-            a = abs(diff[j])
-            rest = squared - a_squared  # a conditional compiles faster than max's overload
-            b = math.sqrt(rest) if rest > 0.0 else 0.0
-            sums[0, i, j] += a
-            sums[1, i, j] += b
-            sums[2, i, j] += a * b
-            sums[3, i, j] += a_squared
-            sums[4, i, j] += b * b
-
-
 @numba.njit(cache=True, nogil=True)
-def _one_vs_rest_sums(z, sums, room, first, stop, step):
+def _one_vs_rest_sums(z, sums, diff, first, stop, step):
     """Add to ``sums`` ``(5, n, d)``, per row ``i`` of ``range(first, stop, step)`` and
-    feature ``j``, the sums over ``k`` of a, b, a*b, a^2, b^2, with ``room`` ``(d,)`` for the
-    differences. The caller makes the arrays: an allocation in a kernel is compiled with it,
-    and compiling is most of a fresh environment's first call (design/first-score)."""
+    feature ``j``, the sums over all rows ``k`` of a, b, a*b, a^2, b^2, with ``diff``
+    ``(d,)`` as room for the differences of two rows. The caller makes the arrays: an
+    allocation in a kernel is compiled with it, and compiling is most of a fresh
+    environment's first call (design/first-score)."""
+    n, d = z.shape
     for i in range(first, stop, step):
-        _add_row_sums(z, i, sums, room)
+        for k in range(n):
+            squared = 0.0
+            for j in range(d):
+                diff[j] = z[i, j] - z[k, j]
+                squared += diff[j] * diff[j]
+            for j in range(d):
+                a_squared = diff[j] * diff[j]
+                a = abs(diff[j])
+                rest = squared - a_squared  # a conditional compiles faster than `max`
+                b = math.sqrt(rest) if rest > 0.0 else 0.0
+                sums[0, i, j] += a
+                sums[1, i, j] += b
+                sums[2, i, j] += a * b
+                sums[3, i, j] += a_squared
+                sums[4, i, j] += b * b
 
 
 def _one_vs_rest_sums_torch(Z, device, block_bytes=256e6):
