@@ -209,21 +209,27 @@ class FitThreads:
         any thread may take (``independence._kernels``) trusts an older reading: a thread
         that shares its core with another process only takes fewer chunks, where in a fit
         every operation waits for it (``STALE_S``).
+    pools : bool, default=True
+        Whether torch's and the BLAS's threads follow the choice. Work on threads of its own
+        leaves them as the caller set them, so that the products it computes on the side do
+        not round with the load.
     """
 
-    def __init__(self, work, current_s=_CURRENT_S):
+    def __init__(self, work, current_s=_CURRENT_S, pools=True):
         import torch  # a fit's dependency, not the package's
 
         self._torch = torch
         self.work = int(work)
         self.current_s = current_s
+        self.pools = pools
         self.n_threads = None
 
     def __enter__(self):
         global _active
         self._caller = self._torch.get_num_threads()
-        self._blas = _controller().select(user_api="blas")
-        self._blas_caller = [pool.num_threads for pool in self._blas.lib_controllers]
+        if self.pools:
+            self._blas = _controller().select(user_api="blas")
+            self._blas_caller = [pool.num_threads for pool in self._blas.lib_controllers]
         with _lock:
             _active += 1
         self._token = _current.set(self)
@@ -235,9 +241,10 @@ class FitThreads:
         _current.reset(self._token)
         with _lock:
             _active -= 1
-        self._torch.set_num_threads(self._caller)
-        for pool, threads in zip(self._blas.lib_controllers, self._blas_caller, strict=True):
-            pool.set_num_threads(threads)
+        if self.pools:
+            self._torch.set_num_threads(self._caller)
+            for pool, threads in zip(self._blas.lib_controllers, self._blas_caller, strict=True):
+                pool.set_num_threads(threads)
 
     @property
     def most(self):
@@ -263,10 +270,10 @@ class FitThreads:
         return max(1, min(most, _free_cores(others)))
 
     def _apply(self, n_threads):
-        if n_threads != self.n_threads:
+        if n_threads != self.n_threads and self.pools:
             self._torch.set_num_threads(n_threads)
             self._blas.limit(limits=n_threads)
-            self.n_threads = n_threads
+        self.n_threads = n_threads
 
     def rebalance(self):
         """Measure the load since the last reading again and follow it (where the interval

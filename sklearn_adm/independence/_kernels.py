@@ -3,6 +3,7 @@ run in chunks on the threads a fit would use, and the ratio that turns distance 
 into a correlation."""
 
 import contextlib
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -24,61 +25,62 @@ def run_serially(kernel, count, room, *args, interleave=False, grain=1):
 @contextlib.contextmanager
 def kernel_threads(work):
     """A runner of numba kernels on the threads a fit would use for ``work`` elements in all
-    (:class:`~sklearn_adm._runtime.threads.FitThreads`, following the load): inside the
-    block, ``run(kernel, count, room, *args, interleave=False, grain=1)`` calls
-    ``kernel(*args, *room(), first, stop, step)`` for each chunk ``range(first, stop,
+    (:class:`~sklearn_adm._runtime.threads.FitThreads`, following the load; at most one a
+    core): inside the block, ``run(kernel, count, room, *args, interleave=False, grain=1)``
+    calls ``kernel(*args, *room(), first, stop, step)`` for each chunk ``range(first, stop,
     step)`` of ``range(count)``, the calling thread first, helpers as the load allows;
     ``room()`` makes a thread's work arrays. Chunks are runs of at least ``grain`` items
     where there are enough, or with ``interleave`` every ``step``-th item, so that the
     threads work on neighbouring items at any time (column pairs that share a column then
-    read it from the cache together). Each kernel is
-    compiled serial and
-    without the GIL: a chunk's results are the same on any thread, and numba's parallel
-    kernels, which compile several times longer and start an OpenMP pool of their own, are
-    not needed."""
-    with (
-        FitThreads(work=work, current_s=STALE_S) as threads,
-        ThreadPoolExecutor(threads.most, thread_name_prefix="sklearn_adm") as pool,
-    ):
+    read it from the cache together). Each kernel is compiled serial and without the GIL: a
+    chunk's results are the same on any thread, and numba's parallel kernels, which compile
+    several times longer and start an OpenMP pool of their own, are not needed. Torch's and
+    the BLAS's threads stay the caller's: a product computed in the block rounds alike
+    under any load."""
+    with FitThreads(work=work, current_s=STALE_S, pools=False) as threads:
+        cores = min(threads.most, os.cpu_count() or 1)
+        with ThreadPoolExecutor(cores, thread_name_prefix="sklearn_adm") as pool:
 
-        def run(kernel, count, room, *args, interleave=False, grain=1):
-            if count == 0:
-                return
-            most = CHUNKS_PER_THREAD * threads.most if threads.most > 1 else 1
-            chunks = min(-(-count // grain), most)
-            length = -(-count // chunks)
-            spans = (
-                ((first, count, chunks) for first in range(chunks))
-                if interleave
-                else ((start, min(start + length, count), 1) for start in range(0, count, length))
-            )
-            lock = threading.Lock()
+            def run(kernel, count, room, *args, interleave=False, grain=1):
+                if count == 0:
+                    return
+                chunks = min(-(-count // grain), CHUNKS_PER_THREAD * cores if cores > 1 else 1)
+                length = -(-count // chunks)
+                spans = (
+                    ((first, count, chunks) for first in range(chunks))
+                    if interleave
+                    else (
+                        (start, min(start + length, count), 1) for start in range(0, count, length)
+                    )
+                )
+                lock, left = threading.Lock(), [True]
 
-            def next_chunk():
-                with lock:
-                    return next(spans, None)
+                def next_chunk():
+                    with lock:
+                        span = next(spans, None)
+                        left[0] = span is not None
+                        return span
 
-            def helper(rank):  # stops where the load leaves fewer threads than its rank
-                space = room()
-                while rank < threads.n_threads and (span := next_chunk()) is not None:
-                    kernel(*args, *space, *span)
+                def helper(rank):  # stops where the load leaves fewer threads than its rank
+                    space = None
+                    while rank < min(threads.n_threads, cores) and (span := next_chunk()):
+                        space = room() if space is None else space
+                        kernel(*args, *space, *span)
 
-            helpers, started = {}, []
-            space = room()
-            while True:
-                for rank in range(1, threads.n_threads):
-                    if rank not in helpers or helpers[rank].done():
-                        helpers[rank] = pool.submit(helper, rank)
-                        started.append(helpers[rank])
-                span = next_chunk()
-                if span is None:
-                    break
-                kernel(*args, *space, *span)
-                threads.rebalance()
-            for future in started:
-                future.result()
+                helpers, started, space = {}, [], room()
+                while left[0]:
+                    for rank in range(1, min(threads.n_threads, cores)):
+                        if rank not in helpers or helpers[rank].done():
+                            helpers[rank] = pool.submit(helper, rank)
+                            started.append(helpers[rank])
+                    span = next_chunk()
+                    if span is not None:
+                        kernel(*args, *space, *span)
+                        threads.rebalance()
+                for future in started:
+                    future.result()
 
-        yield run
+            yield run
 
 
 def squared_correlation(covariance, variance_x, variance_y):
