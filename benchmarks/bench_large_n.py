@@ -1,6 +1,6 @@
 """Distance correlation and its tests at many rows, next to dcor and hyppo in one run.
 
-Usage: python benchmarks/bench_large_n.py [--quick] [--level DRAWS]
+Usage: python benchmarks/bench_large_n.py [--quick] [--level DRAWS] [--cpus native avx2]
 
 1. ``pairwise`` of 64 one-dimensional columns of 1,000,000 rows, exact, against dcor's own
    O(n log n) algorithm (``method="avl"``) timed on a few pairs and scaled to all 2,016; the
@@ -15,14 +15,20 @@ Usage: python benchmarks/bench_large_n.py [--quick] [--level DRAWS]
 4. ``test(X, Y)`` of 5 and 5 columns of 100,000 rows: random projections by sorting; hyppo's
    and dcor's tests need ``n x n`` matrices (80 GB each here) and are timed at 2,000 rows.
 
-``--quick`` uses 16 columns in 1 and 30,000 rows in 2-4.
+``--quick`` uses 16 columns in 1 and 30,000 rows in 2-4. ``--cpus`` runs the whole list once
+for each CPU level of ``.ci/as-cpu``, one after the other, each in a fresh process: ``avx2``
+is what a CPU without AVX-512 gets (torch's kernels at AVX2, numba's target ``haswell``).
 """
 
 import argparse
 import multiprocessing
+import os
 import resource
+import subprocess
+import sys
 import time
 import warnings
+from pathlib import Path
 
 import dcor
 import numpy as np
@@ -165,7 +171,17 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="16 columns in 1; 30,000 rows")
     parser.add_argument("--level", type=int, default=0, metavar="DRAWS", help="null draws in 3")
+    parser.add_argument("--cpus", nargs="+", metavar="LEVEL", help="native, avx2 or default")
     args = parser.parse_args()
+    if args.cpus:
+        as_cpu = Path(__file__).resolve().parents[1] / ".ci" / "as-cpu"
+        rest = [arg for arg in sys.argv[1:] if arg not in ("--cpus", *args.cpus)]
+        for level in args.cpus:
+            print(f"--- run as {level} ---", flush=True)
+            environment = {**os.environ, "AS_CPU_PYTHON": sys.executable}
+            command = [str(as_cpu), level, sys.executable, __file__, *rest]
+            subprocess.run(command, env=environment, check=True)
+        return
     n = 30_000 if args.quick else 100_000
     pairwise(1_000_000, 16 if args.quick else 64)
     one_vs_rest(n)
