@@ -1,6 +1,6 @@
 """The CPU threads a fit computes with: as many as cores are free and its work can use.
 
-Torch, numba and the BLAS split each operation among their threads and wait for the last one.
+Torch and the BLAS split each operation among their threads and wait for the last one.
 When another process keeps a core busy, a thread on that core runs only in the time slices
 the scheduler leaves it, and every operation of the fit waits for it (design/threads has
 the cost). So a fit, and a learned dependence score, computes on
@@ -74,8 +74,8 @@ def training_threads(n_threads):
     Parameters
     ----------
     n_threads : int or None
-        Threads for torch's operations, the BLAS and numba during each fit; None restores the
-        automatic choice.
+        Threads for torch's operations, the BLAS and the distance kernels during each fit;
+        None restores the automatic choice.
 
     Examples
     --------
