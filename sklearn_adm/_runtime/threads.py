@@ -212,7 +212,7 @@ class FitThreads:
     pools : bool, default=True
         Whether torch's and the BLAS's threads follow the choice. Work on threads of its own
         leaves them as the caller set them, so that the products it computes on the side do
-        not round with the load.
+        not round with the load, and starts at most one thread a usable core.
     """
 
     def __init__(self, work, current_s=_CURRENT_S, pools=True):
@@ -249,11 +249,12 @@ class FitThreads:
     @property
     def most(self):
         """The most threads the work may use: the number fixed by :func:`training_threads`,
-        else the caller's, fewer for small work."""
+        else the caller's, fewer for small work; without ``pools``, at most the usable
+        cores."""
         requested = _requested.get()
-        if requested is not None:
-            return requested
-        return max(1, min(self._caller, self.work // _ELEMENTS_PER_THREAD))
+        if requested is None:
+            requested = min(self._caller, self.work // _ELEMENTS_PER_THREAD)
+        return max(1, requested if self.pools else min(requested, _usable_cores()))
 
     def _choose(self, entry):
         """The threads to compute with now; None where the load is not measured yet."""

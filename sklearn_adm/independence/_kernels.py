@@ -3,7 +3,6 @@ run in chunks on the threads a fit would use, and the ratio that turns distance 
 into a correlation."""
 
 import contextlib
-import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -37,50 +36,49 @@ def kernel_threads(work):
     several times longer and start an OpenMP pool of their own, are not needed. Torch's and
     the BLAS's threads stay the caller's: a product computed in the block rounds alike
     under any load."""
-    with FitThreads(work=work, current_s=STALE_S, pools=False) as threads:
-        cores = min(threads.most, os.cpu_count() or 1)
-        with ThreadPoolExecutor(cores, thread_name_prefix="sklearn_adm") as pool:
+    with (
+        FitThreads(work=work, current_s=STALE_S, pools=False) as threads,
+        ThreadPoolExecutor(threads.most, thread_name_prefix="sklearn_adm") as pool,
+    ):
 
-            def run(kernel, count, room, *args, interleave=False, grain=1):
-                if count == 0:
-                    return
-                chunks = min(-(-count // grain), CHUNKS_PER_THREAD * cores if cores > 1 else 1)
-                length = -(-count // chunks)
-                spans = (
-                    ((first, count, chunks) for first in range(chunks))
-                    if interleave
-                    else (
-                        (start, min(start + length, count), 1) for start in range(0, count, length)
-                    )
-                )
-                lock, left = threading.Lock(), [True]
+        def run(kernel, count, room, *args, interleave=False, grain=1):
+            if count == 0:
+                return
+            most = CHUNKS_PER_THREAD * threads.most if threads.most > 1 else 1
+            chunks = min(-(-count // grain), most)
+            length = -(-count // chunks)
+            spans = (
+                ((first, count, chunks) for first in range(chunks))
+                if interleave
+                else ((start, min(start + length, count), 1) for start in range(0, count, length))
+            )
+            lock = threading.Lock()
 
-                def next_chunk():
-                    with lock:
-                        span = next(spans, None)
-                        left[0] = span is not None
-                        return span
+            def next_chunk():
+                with lock:
+                    return next(spans, None)
 
-                def helper(rank):  # stops where the load leaves fewer threads than its rank
-                    space = None
-                    while rank < min(threads.n_threads, cores) and (span := next_chunk()):
-                        space = room() if space is None else space
-                        kernel(*args, *space, *span)
+            def helper(rank):  # stops where the load leaves fewer threads than its rank
+                space = None  # made at its first chunk
+                while rank < threads.n_threads and (span := next_chunk()) is not None:
+                    space = room() if space is None else space
+                    kernel(*args, *space, *span)
 
-                helpers, started, space = {}, [], room()
-                while left[0]:
-                    for rank in range(1, min(threads.n_threads, cores)):
-                        if rank not in helpers or helpers[rank].done():
-                            helpers[rank] = pool.submit(helper, rank)
-                            started.append(helpers[rank])
-                    span = next_chunk()
-                    if span is not None:
-                        kernel(*args, *space, *span)
-                        threads.rebalance()
-                for future in started:
-                    future.result()
+            helpers, started, space = {}, [], room()
+            while True:
+                for rank in range(1, threads.n_threads):
+                    if rank not in helpers or helpers[rank].done():
+                        helpers[rank] = pool.submit(helper, rank)
+                        started.append(helpers[rank])
+                span = next_chunk()
+                if span is None:
+                    break
+                kernel(*args, *space, *span)
+                threads.rebalance()
+            for future in started:
+                future.result()
 
-            yield run
+        yield run
 
 
 def squared_correlation(covariance, variance_x, variance_y):

@@ -71,9 +71,6 @@ def _core_cache_bytes(level, default, root="/sys/devices/system/cpu/cpu0/cache")
 _ONE_TREE_ROWS = _core_cache_bytes(2, 2**21) // 16
 #: the sweep's cost in units of the engines' work per row (for the threads' choice)
 _SWEEP_WORK = 64
-#: values below which the columns are sorted on the calling thread: choosing threads and
-#: starting a pool cost about as much as sorting them
-_SERIAL_SORT = 2**16
 #: rows of the row terms' matrices at a time (:func:`_row_terms`): 16 MB of features
 _FEATURE_BYTES = 2**24
 #: columns from which the pairwise matrix takes the row products of its pairs from one matrix
@@ -347,11 +344,8 @@ def _sorted_columns(Z, columns=None):
             x -= x.mean()  # the identities then cancel less
             _describe_column(x, np.argsort(x), j, order, xs, ranked, below, totals, variances)
 
-    if n * d < _SERIAL_SORT:
-        run_serially(describe, d, tuple)
-    else:
-        with kernel_threads(n * d) as run:
-            run(describe, d, tuple)
+    with kernel_threads(n * d) as run:  # small work stays on the calling thread
+        run(describe, d, tuple)
     return columns, variances
 
 

@@ -246,10 +246,10 @@ def test_blockwise_statistics_are_the_same_to_the_bit_on_any_number_of_threads()
 def test_kernel_threads_run_every_chunk_once_and_raise_a_helpers_error(interleave):
     """The runner hands each chunk of the loop, a run or interleaved, to one thread, each
     thread its own room; an empty loop calls nothing."""
-    import os
     import threading
     import time
 
+    from sklearn_adm._runtime.threads import _usable_cores
     from sklearn_adm.independence._kernels import CHUNKS_PER_THREAD, kernel_threads
 
     seen, steps, rooms = [], [], set()
@@ -263,7 +263,7 @@ def test_kernel_threads_run_every_chunk_once_and_raise_a_helpers_error(interleav
         run(kernel, 1000, lambda: (np.empty(1),), seen, interleave=interleave)
         run(kernel, 0, lambda: (np.empty(1),), seen, interleave=interleave)
     np.testing.assert_array_equal(sorted(seen), np.arange(1000))
-    threads = min(3, os.cpu_count())  # at most one a core
+    threads = min(3, _usable_cores())  # at most one a core
     chunks = CHUNKS_PER_THREAD * threads if threads > 1 else 1
     assert len(steps) == chunks and set(steps) == {chunks if interleave else 1}
     assert 1 <= len(rooms) <= threads
