@@ -62,7 +62,7 @@ def _cayley(A):
 #: E[log cosh(nu)] for a standard normal nu: the contrast's value for a Gaussian direction
 _GAUSSIAN_LOG_COSH = 0.3745672075
 #: largest angle, in radians, by which the contrast's gradient turns the rotation in one step
-_MAX_ANGLE = 0.5
+_MAX_STEP_ANGLE = 0.5
 #: halvings of the angle tried before a start keeps its rotation for this step
 _HALVINGS = 10
 #: a fixed-point step that turns no column by more than this (``1 - |cos|``) is settled
@@ -141,7 +141,7 @@ def negentropy_step(Y, R, angle):
         omega = _ascent_direction(Y, U, gaps, R)
         norm = omega.flatten(start_dim=1).norm(dim=1).clamp_min(1e-30)
         unit = omega / norm[:, None, None]
-        trial = (2.0 * angle).clamp_max(_MAX_ANGLE)
+        trial = (2.0 * angle).clamp_max(_MAX_STEP_ANGLE)
         for _ in range(_HALVINGS):
             candidate = R @ _cayley(trial[:, None, None] * unit)
             accepted = pending & (negentropy(Y, candidate) > now + 1e-4 * trial * norm)
@@ -156,7 +156,7 @@ def negentropy_step(Y, R, angle):
 
 def first_angles(n_starts, dtype, device):
     """The ``angle`` that :func:`negentropy_step` starts from: the largest it takes."""
-    return torch.full((n_starts,), _MAX_ANGLE, dtype=dtype, device=device)
+    return torch.full((n_starts,), _MAX_STEP_ANGLE, dtype=dtype, device=device)
 
 
 def negentropy_rotation(Y, R, *, explore=0, max_iter=200, tol=1e-6):

@@ -24,11 +24,11 @@ _BUMP_CENTRES, _BUMP_WIDTH = torch.linspace(-2.4, 2.4, 9), 0.5
 #: slopes of the tanh basis functions
 _TANH_SLOPES = (1.0, 3.0)
 #: ridge on the basis' Gram matrix, relative to its mean diagonal
-_RIDGE = 1e-3
+_SCORE_RIDGE = 1e-3
 #: least curvature of a pair, where both columns look Gaussian and the likelihood is flat
 _MIN_CURVATURE = 0.1
 #: largest turn, in radians, of one plane in one step
-_MAX_ANGLE = 0.1
+_MAX_PLANE_TURN = 0.1
 #: weight of a pair's squared angle from the start, against the likelihood's curvature
 _START_WEIGHT = 0.5
 #: rows on which the scores are fitted (13 coefficients per column need few)
@@ -63,7 +63,7 @@ def score_fit(S):
     values, slopes = _basis(S)
     n, k = len(S), values.shape[-1]
     gram = torch.einsum("ndk,ndl->dkl", values, values) / n
-    ridge = _RIDGE * torch.diagonal(gram, dim1=-2, dim2=-1).mean(dim=-1)
+    ridge = _SCORE_RIDGE * torch.diagonal(gram, dim1=-2, dim2=-1).mean(dim=-1)
     gram = gram + ridge[:, None, None] * torch.eye(k, dtype=S.dtype, device=S.device)
     mean_slopes = slopes.mean(dim=0)  # (d, k)
     coefficients = solve_ex(gram, mean_slopes[..., None])[0][..., 0]  # (d, k)
@@ -119,7 +119,7 @@ def likelihood_rotation(Y, rotation, *, steps, movable=None):
         travelled = start.T @ rotation  # the angles from the start, to first order
         travelled = (travelled - travelled.T) / 2
         turn = (G - G.T - _START_WEIGHT * travelled) / (hessian + _START_WEIGHT)
-        turn = turn.clamp(-_MAX_ANGLE, _MAX_ANGLE)
+        turn = turn.clamp(-_MAX_PLANE_TURN, _MAX_PLANE_TURN)
         if movable is not None:
             turn = turn * movable.to(turn)
         rotation = rotation @ torch.linalg.matrix_exp(turn)

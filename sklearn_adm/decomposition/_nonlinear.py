@@ -109,7 +109,7 @@ _CRITIC_BATCH_WORK = 2048
 _NARROWING = ((200, 2), (400, 1))
 #: ridge added to the outputs' covariance before it is factored, relative to its mean
 #: variance, and the floor of that variance (outputs that do not vary)
-_RIDGE, _FLOOR = 1e-6, 1e-6
+_WHITENING_RIDGE, _WHITENING_FLOOR = 1e-6, 1e-6
 
 
 def _whitening(outputs):
@@ -124,8 +124,8 @@ def _whitening(outputs):
     centred = (outputs - mean).to(wide)
     cov = centred.mT @ centred / outputs.shape[1]
     eye = torch.eye(cov.shape[-1], dtype=wide, device=cov.device)
-    level = torch.diagonal(cov, dim1=-2, dim2=-1).mean(dim=-1) + _FLOOR
-    factor, _ = torch.linalg.cholesky_ex(cov + _RIDGE * level[:, None, None] * eye)
+    level = torch.diagonal(cov, dim1=-2, dim2=-1).mean(dim=-1) + _WHITENING_FLOOR
+    factor, _ = torch.linalg.cholesky_ex(cov + _WHITENING_RIDGE * level[:, None, None] * eye)
     whitening = torch.linalg.solve_triangular(factor, eye.expand_as(cov), upper=False).mT
     return mean, whitening.to(outputs.dtype)
 

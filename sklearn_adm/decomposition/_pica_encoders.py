@@ -26,6 +26,8 @@ _ROTATION_ROWS = 4096
 _EXPLORE_STEPS = 200
 #: the same for each start before the game, which turns it on and finish() solves again
 _START_EXPLORE_STEPS = 50
+#: rows, at most, of the contrast's rows that each update's rotation step reads (the sample
+#: of a streamed array holds every row up to its pool's size)
 _GAME_ROTATION_ROWS = 4096
 #: ascent steps of each start's rotation before the game (it then takes one per update)
 _START_ROTATION_STEPS = 30
