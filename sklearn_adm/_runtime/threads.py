@@ -176,7 +176,7 @@ def _controller():
 
 @functools.cache
 def _usable_cores():
-    """The cores this process may use (joblib's count reads the cgroup's quota: 23 µs)."""
+    """The cores this process may use (joblib's count, which reads the cgroup's quota)."""
     return min(psutil.cpu_count() or 1, cpu_count())
 
 

@@ -63,7 +63,7 @@ UNIT_SHARE = 0.5
 #: the part of Imhof's integral left out beyond its upper limit, at most
 _IMHOF_ERROR = 1e-10
 #: turns of the sine up to which that integral is taken over a finite interval; beyond, a
-#: Fourier quadrature takes its tail to infinity (at 20,000 rows 200 turns take as long)
+#: Fourier quadrature takes its tail to infinity (design/defaults)
 _FINITE_TURNS = 200
 #: rows of the samples that the groups' quantiles and the check for a discrete Z read
 _SAMPLE_ROWS = 4096
@@ -151,7 +151,7 @@ def frequency_features(A, n_frequencies, rng, out=None):
 @numba.njit(cache=True)
 def _weighted_into(cosines, sines, weights, out):
     """``out[:, :k] = cosines * weights`` and ``out[:, k:] = sines * weights`` in double
-    precision (numpy's mixed-type products into a strided ``out`` take 4x longer)."""
+    precision (numpy's mixed-type products into a strided ``out`` take longer)."""
     k = len(weights)
     for i in range(len(out)):
         for j in range(k):
@@ -442,7 +442,7 @@ class GroupedConditioning:
 
 def _standardized(A):
     """Columns less their mean, over their standard deviation (a constant column: zeros);
-    ``sklearn.preprocessing.scale``, whose checks for missing values take 3x longer."""
+    ``sklearn.preprocessing.scale``, whose checks for missing values take longer."""
     centred, spread = _centred_and_spread(A)
     centred /= np.where(spread > 0, spread, 1)
     return centred
