@@ -58,8 +58,8 @@ class ConditionalIndependence:
         The test's statistic, as in :class:`~sklearn_adm.DependenceScorer`. ``"adm"`` trains
         a critic for every test (seconds each); its work is not shared.
     n_permutations : int, default=200
-        Permutations of a test that draws them (below 10,000 rows, or a test without a
-        conditioning set); the smallest p-value is ``1 / (n_permutations + 1)``.
+        Permutations of a test that draws them (below ``asymptotic_rows`` rows, or a test
+        without a conditioning set); the smallest p-value is ``1 / (n_permutations + 1)``.
     early_stop : float or None, default=0.2
         How null tests stop early. A test of one statistic (without ``z``, or the
         ``"pearson"`` metric) stops at the ``h``-th permutation whose statistic reaches the
@@ -75,9 +75,9 @@ class ConditionalIndependence:
     asymptotic_rows : int, default=1000
         Rows from which a distance test given ``z`` draws no permutations and reads its
         p-value from the asymptotic null (``result.method`` says which); a lone
-        :meth:`DependenceScorer.test <sklearn_adm.DependenceScorer.test>` does so from
-        10,000 rows. From these rows a test without ``z`` that stops early reads its first
-        stage from the statistic's limit. None: never.
+        :meth:`DependenceScorer.test <sklearn_adm.DependenceScorer.test>` does so from its
+        own ``ASYMPTOTIC_ROWS`` (design/defaults). From these rows a test without ``z`` that
+        stops early reads its first stage from the statistic's limit. None: never.
     screen_rows : int or None, default=5000
         With at least twice as many rows, a distance test given ``z`` first runs on this
         many rows (if at least ``asymptotic_rows``: the sample's test is asymptotic), drawn

@@ -25,15 +25,14 @@ def refined_start(white, rotation):
     time, to the least summed m-spacing entropy of the columns
     (:mod:`sklearn_adm._numerics.spacings`): a contrast that adapts to the sources' densities
     (multimodal, skewed) and, with two columns, a global search. On more rows than it sees, its
-    estimate is noisier than the start (32 sources of 100,000 rows: Amari error x 100 from 0.31 to
-    0.65) and it is skipped. Then a few Newton steps of maximum likelihood under each column's score
-    fitted by score matching (:mod:`sklearn_adm._numerics.score_matching`) turn all planes at once,
-    except those whose two columns both look Gaussian after the search: there is no density to adapt
-    to, and the estimates' noise alone would turn them (Bach & Jordan's nearly Gaussian density (i),
-    1,000 rows: Amari error x 100 6.4 for FastICA, 7.6 refined). Where every column looks Gaussian,
-    FastICA's rotation is returned as it was. The columns are judged after the search, not before:
-    FastICA's wrong solutions of a skewed bimodal density ((q), four sources) are mixtures that all
-    look Gaussian, and the search finds the sources.
+    estimate is noisier than the start (design/ica) and it is skipped. Then a few Newton steps
+    of maximum likelihood under each column's score fitted by score matching
+    (:mod:`sklearn_adm._numerics.score_matching`) turn all planes at once, except those whose
+    two columns both look Gaussian after the search: there is no density to adapt to, and the
+    estimates' noise alone would turn them (design/ica). Where every column looks Gaussian,
+    FastICA's rotation is returned as it was. The columns are judged after the search, not
+    before: FastICA's wrong solutions of a skewed bimodal density ((q), four sources) are
+    mixtures that all look Gaussian, and the search finds the sources.
     """
     n, d = white.shape
     searched, search = rotation, d > 1 and n <= search_rows(n, d)
