@@ -212,9 +212,7 @@ def permuted_distance_correlation(X, Y, orders):
     orders = np.ascontiguousarray(orders, dtype=np.intp)
     cross = np.empty(len(orders))
     with kernel_threads(len(orders) * n * n) as run:
-        run(
-            _permuted_cross_sums, len(orders), tuple, x, y, orders, cross, grain=PERMUTATIONS_A_PASS
-        )
+        _run_permuted_cross_sums(run, x, y, orders, cross)
     observed = np.vdot(x, y) / n**2
     return float(max(observed, 0.0) / variance), np.maximum(cross / n**2, 0.0) / variance
 
@@ -244,6 +242,21 @@ def _double_centred(matrix):
     matrix -= row_means[None, :]
     matrix += row_means.mean()
     return matrix
+
+
+def _run_permuted_cross_sums(run, fixed, moved, orders, sums):
+    """:func:`_permuted_cross_sums` of every order by ``run`` (a runner of :mod:`._kernels`),
+    in runs of whole passes."""
+    run(
+        _permuted_cross_sums,
+        len(orders),
+        tuple,
+        fixed,
+        moved,
+        orders,
+        sums,
+        grain=PERMUTATIONS_A_PASS,
+    )
 
 
 @numba.njit(cache=True, nogil=True)
@@ -317,16 +330,7 @@ def blockwise_distance_correlation(X, Y, blocks, orders, kernel="distance"):
             position[rows] = np.arange(len(rows))
             local_orders = np.ascontiguousarray(position[orders[:, rows]])
             observed += max(np.vdot(x, y), 0.0) / variance
-            run(
-                _permuted_cross_sums,
-                len(orders),
-                tuple,
-                x,
-                y,
-                local_orders,
-                cross,
-                grain=PERMUTATIONS_A_PASS,
-            )
+            _run_permuted_cross_sums(run, x, y, local_orders, cross)
             permuted += np.maximum(cross, 0.0) / variance
             counted += 1
     counted = max(counted, 1)

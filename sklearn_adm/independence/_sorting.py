@@ -325,14 +325,15 @@ def _empty_columns(n, d):
     return order, np.empty((d, n)), np.empty((d, n, 2)), np.empty((d, n)), np.empty((d, 2))
 
 
-def _sorted_columns(Z, columns=None):
+def _sorted_columns(Z, columns=None, run=None):
     """Each column of ``Z`` ``(n, d)`` sorted once, and what every pair reads of it:
     ``(order, sorted, ranked, below, totals)``, with ``order`` ``(d, n)`` the rows by value,
     ``sorted`` ``(d, n)`` the values in that order, ``ranked`` ``(d, n, 2)`` each row's rank
     and value, ``below`` ``(d, n)`` each row's ``P``, and ``totals`` ``(d, 2)`` the sums of
     each column and of its ``a``; and ``n^2 dVar^2`` of each column. 36 bytes a value, and a
     column's copies at a time; ``columns`` of :func:`_empty_columns` are filled in place (a
-    first write of fresh memory costs about as much as the sorts)."""
+    first write of fresh memory costs about as much as the sorts). ``run``: the runner of
+    :mod:`._kernels` of the caller's work, where it has one."""
     n, d = Z.shape
     columns = _empty_columns(n, d) if columns is None else columns
     order, xs, ranked, below, totals = columns
@@ -344,6 +345,9 @@ def _sorted_columns(Z, columns=None):
             x -= x.mean()  # the identities then cancel less
             _describe_column(x, np.argsort(x), j, order, xs, ranked, below, totals, variances)
 
+    if run is not None:
+        run(describe, d, tuple)
+        return columns, variances
     with kernel_threads(n * d) as run:  # small work stays on the calling thread
         run(describe, d, tuple)
     return columns, variances
@@ -512,7 +516,7 @@ def one_vs_rest_by_projections(Z, n_projections, rng):
             # independent frames for v and w: within a frame, directions are orthogonal
             directions = np.hstack([_frames(rng, d - 1, n_projections) for _ in range(2)])
             projected = np.column_stack([Z[:, j], rest @ directions])
-            columns, variances = _sorted_columns(projected, columns)
+            columns, variances = _sorted_columns(projected, columns, run)
             covariances = _covariances_by(run, columns, pairs, _UNMOVED, True)[0]
             across = covariances[:n_projections].mean()  # ~ dCov^2(x, Y) / C_q
             within = covariances[n_projections:].mean()  # ~ dVar^2(Y) / C_q^2
