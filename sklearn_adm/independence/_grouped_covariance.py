@@ -13,7 +13,9 @@ From :data:`ASYMPTOTIC_ROWS` rows, ``DependenceScorer("dcor").test(X, Y, Z=Z)``:
    ``cos(s x)`` and ``sin(s x)`` of each sample's residuals, of its residuals beside their
    group's mean Z (the relation may change with Z), of the sample rebuilt from its
    residuals and its group's mean prediction, and of its residuals times its group's mean Z
-   (a slope that changes sign with Z) (:func:`frequency_features`);
+   (a slope that changes sign with Z) (:func:`frequency_features`); below
+   :data:`DRAW_ROWS` rows, several draws of the frequencies, whose products step 5 sums
+   together (one draw of few frequencies misses, at times, a relation that only some meet);
 4. removes each feature's mean within each group: what is left of a smooth function of Z
    (in the residuals, or in their scale) is nearly constant within a group;
 5. tests that X's features and Y's have no covariance: with ``G_g`` the sum over group g's
@@ -53,8 +55,14 @@ FIT_LANDMARKS = 100
 #: rows of those on which their bandwidths are compared
 SELECT_ROWS = 512
 #: random frequencies of each feature set (each gives a cosine and a sine): 18 features of
-#: each sample, 324 products (design/asymptotic-conditional-test)
+#: each sample and 324 products a draw (design/asymptotic-conditional-test)
 FREQUENCIES = {"residuals": 3, "beside Z": 2, "rebuilt": 2, "times Z": 2}
+#: below ``DRAW_ROWS`` rows the frequencies are drawn ``DRAW_ROWS // n`` times (at most
+#: ``MOST_DRAWS``), and the products of each draw's features join one sum: at few rows one
+#: draw misses a relation that only some frequencies meet, and more draws cost little there
+#: (design/asymptotic-conditional-test)
+DRAW_ROWS = 6_000
+MOST_DRAWS = 6
 #: the share of the largest product's level that goes to the products of each sample's
 #: residuals at unit frequency (their cosine and sine), read apart from the 324: a relation
 #: of spreads (Y's spread growing with |X|) or a linear one, which the random frequencies
@@ -132,18 +140,18 @@ def _morton_code(Z):
     return code
 
 
-def frequency_features(A, n_frequencies, rng, out=None):
-    """``cos(A s_k)`` and ``sin(A s_k)`` ``(n, 2 n_frequencies)`` (into ``out`` where given) at
-    frequencies ``s_k`` drawn from the multivariate Cauchy density, each weighted by
-    ``sqrt(1 + 1 / |s_k|^2)``: for one column, the distance covariance's weight ``1 / s^2``
-    over that density, so that the features' covariances average to the distance covariance
-    (Székely et al. 2007, eq. 2.5). The weights keep the features bounded by ``1 + |A|``,
-    for any number of columns; a low frequency's sine is nearly the column itself."""
+def frequency_features(A, n_frequencies, rng):
+    """``cos(A s_k)`` and ``sin(A s_k)`` ``(n, 2 n_frequencies)`` at frequencies ``s_k`` drawn
+    from the multivariate Cauchy density, each weighted by ``sqrt(1 + 1 / |s_k|^2)``: for one
+    column, the distance covariance's weight ``1 / s^2`` over that density, so that the
+    features' covariances average to the distance covariance (Székely et al. 2007, eq. 2.5).
+    The weights keep the features bounded by ``1 + |A|``, for any number of columns; a low
+    frequency's sine is nearly the column itself."""
     frequencies = rng.standard_normal((A.shape[1], n_frequencies))
     frequencies /= np.abs(rng.standard_normal(n_frequencies))  # a normal over |normal|: Cauchy
     weights = np.sqrt(1 + 1 / np.sum(frequencies**2, axis=0))
     phases = (A @ frequencies).astype(np.float32)  # float32's cos and sin are vectorised
-    out = np.empty((len(A), 2 * n_frequencies)) if out is None else out
+    out = np.empty((len(A), 2 * n_frequencies))
     _weighted_into(np.cos(phases), np.sin(phases), weights, out)
     return out
 
@@ -159,38 +167,47 @@ def _weighted_into(cosines, sines, weights, out):
             out[i, k + j] = sines[i, j] * weights[j]
 
 
-def grouped_covariance_test(U, V, groups, unit=None):
-    """The test of step 5 on features ``U`` ``(n, p)`` and ``V`` ``(n, q)`` whose rows are in the
-    order of ``groups`` (consecutive labels), float64 arrays that it centres within their
-    groups in place: ``(statistic, p_value, null_mean)``, the p-value the smaller of the
-    sum's and the largest product's, doubled. With ``unit``, two more such arrays whose
-    products are read apart: the largest product's p-value is then Bonferroni's weighted
-    over both, ``UNIT_SHARE`` of the level to ``unit``'s. The statistic is the squared
-    correlation of the features (their cross-covariance's squared Frobenius norm over the
-    product of their covariances' norms, as distance correlation normalises distance
-    covariance), within groups, in [0, 1]; ``null_mean`` its mean under conditional
-    independence."""
+def grouped_covariance_test(U, V, groups, draws=1, unit=None):
+    """The test of step 5 on features ``U`` ``(n, draws p)`` and ``V`` ``(n, draws q)``, whose
+    rows are in the order of ``groups`` (consecutive labels), float64 arrays that it centres
+    within their groups in place: ``(statistic, p_value, null_mean)``, the p-value the
+    smaller of the sum's and the largest product's, doubled. The products are those within
+    each draw of the frequencies (feature ``k`` of draw ``d`` in column ``k draws + d``), and
+    one sum takes them all. With ``unit``, two more such arrays of one draw whose products are
+    read apart: the largest product's p-value is then Bonferroni's weighted over both,
+    ``UNIT_SHARE`` of the level to ``unit``'s. The statistic is the squared correlation of the
+    features (the cross-covariances' squared Frobenius norms over the products of their
+    covariances' norms, as distance correlation normalises distance covariance), within
+    groups, in [0, 1]; ``null_mean`` its mean under conditional independence."""
     n = len(U)
     sizes = np.bincount(groups)
     starts = np.cumsum(sizes) - sizes
     # each feature less its group's mean, and each group's sum of products u v^T (G_g)
-    sums, largest_means = _group_sums(U, V, starts, sizes)
-    grouped = sums.reshape(len(sizes), U.shape[1], V.shape[1])  # a view: G_g
-    norms = []
-    for features, largest_mean, axis in zip((U, V), largest_means, (1, 2), strict=True):
+    sums, largest_means = _group_sums(U, V, starts, sizes, draws)
+    grouped = sums.reshape(draws, len(sizes), U.shape[1] // draws, V.shape[1] // draws)
+    norms = np.ones(draws)  # each draw's squared norms of the sums of u u^T and v v^T
+    for features, largest_mean, axis in zip((U, V), largest_means, (2, 3), strict=True):
         products = features.T @ features
         # a feature constant within every group (to its rounding) says nothing
         constant = np.diag(products) <= n * (1e-10 * largest_mean) ** 2
         products[constant] = products[:, constant] = 0
-        grouped[(slice(None),) * axis + (constant,)] = 0
-        norms.append(np.sum(products**2))  # the squared norm of the sum of u u^T
-    total = sums.sum(axis=0)
-    statistic = total @ total / n
-    spread = np.subtract(sums, total / len(sizes), out=sums)
+        for draw in range(draws):
+            grouped[(draw,) + (slice(None),) * (axis - 1) + (constant[draw::draws],)] = 0
+            norms[draw] *= np.sum(products[draw::draws, draw::draws] ** 2)
+    total = sums.sum(axis=1)
+    statistic = total.ravel() @ total.ravel() / n
+    spread = np.subtract(sums, total[:, None] / len(sizes), out=sums)
     # the covariance in single precision (half the time): its rounding, about 1e-6 of its
-    # norm, is far under its estimation error (about 1 / sqrt(groups) of it)
+    # norm, is far under its estimation error (about 1 / sqrt(groups) of it). Where the
+    # groups are fewer than the products, the groups' Gram matrix has the covariance's
+    # trace, norm and non-zero eigenvalues (the limit's weights) in a smaller matrix.
     single = spread.astype(np.float32)
-    covariance = (single.T @ single).astype(np.float64) / n
+    if len(sizes) < total.size:
+        gram = (single @ single.transpose(0, 2, 1)).sum(axis=0)
+    else:
+        every = single.transpose(1, 0, 2).reshape(len(sizes), -1)
+        gram = every.T @ every
+    covariance = gram.astype(np.float64) / n
     null_sum = np.trace(covariance)  # the limit's mean: the sum of its weights
     p_value = moment_bound(statistic, null_sum, np.linalg.norm(covariance))
     if p_value >= _SMALLEST_P:  # else the bound is the p-value, with no eigenvalues
@@ -198,63 +215,70 @@ def grouped_covariance_test(U, V, groups, unit=None):
     # the largest product alone, each standardised: a relation that few products carry
     p_largest = _largest_product(total, spread)
     if unit is not None:
-        unit_sums = _group_sums(*unit, starts, sizes)[0]
-        unit_total = unit_sums.sum(axis=0)
-        p_unit = _largest_product(unit_total, unit_sums - unit_total / len(sizes))
+        unit_sums = _group_sums(*unit, starts, sizes, 1)[0]
+        unit_total = unit_sums.sum(axis=1)
+        p_unit = _largest_product(unit_total, unit_sums - unit_total[:, None] / len(sizes))
         p_largest = min(p_largest / (1 - UNIT_SHARE), p_unit / UNIT_SHARE)
     p_value = min(1.0, 2 * min(p_value, p_largest))
-    # statistic / n is the cross-covariance's squared norm; each covariance's norm is
+    # statistic / n is the cross-covariances' squared norm; each covariance's norm is
     # that of its sum of products over n
-    norm = np.sqrt(norms[0] * norms[1]) / n
+    norm = np.sum(np.sqrt(norms)) / n
     if norm == 0:  # a constant sample (or one Z predicts exactly): nothing to relate
         return 0.0, p_value, 0.0
     return statistic / norm, p_value, null_sum / norm
 
 
-def _group_sums(U, V, starts, sizes):
-    """:func:`_group_products` of ``U`` and ``V``: each group's sums of the products
-    ``(groups, p q)`` and the largest absolute group mean of each feature of each."""
+def _group_sums(U, V, starts, sizes, draws):
+    """:func:`_group_products` of ``U`` and ``V``: each group's sums of the products within
+    each draw ``(draws, groups, p q)`` and the largest absolute group mean of each feature
+    of each."""
     p, q = U.shape[1], V.shape[1]
-    sums = np.empty((len(sizes), p * q))
-    largest, means = np.zeros(p + q), np.empty(p + q)
-    _group_products(U, V, starts, sizes, sums, largest, means)
+    sums = np.empty((draws, len(sizes), p * q // draws**2))
+    largest, room = np.zeros(p + q), np.empty(p + q)
+    _group_products(U, V, starts, sizes, sums, largest, room)
     return sums, (largest[:p], largest[p:])
 
 
 def _largest_product(total, spread):
-    """Bonferroni's p-value of the largest of the products' sums ``total`` ``(k,)``, each
-    over its standard deviation across the groups (``spread``: each group's sums less their
-    mean, ``(groups, k)``)."""
-    scale = np.sqrt(np.einsum("ij,ij->j", spread, spread))
+    """Bonferroni's p-value of the largest of the products' sums ``total`` ``(draws, k)``,
+    each over its standard deviation across the groups (``spread``: each group's sums less
+    their mean, ``(draws, groups, k)``)."""
+    scale = np.sqrt(np.einsum("dij,dij->dj", spread, spread))
     varies = scale > 0
     largest = np.max(np.abs(total[varies]) / scale[varies], initial=0.0)
-    return min(1.0, 2 * len(total) * stats.norm.sf(largest))
+    return min(1.0, 2 * total.size * stats.norm.sf(largest))
 
 
 @numba.njit(cache=True)
-def _group_products(U, V, starts, sizes, sums, largest, means):
+def _group_products(U, V, starts, sizes, sums, largest, room):
     """In place, ``U`` and ``V`` less their groups' means (the groups: runs of ``sizes``
-    rows from ``starts``), and into ``sums`` ``(groups, p q)`` each group's sum of the
-    products ``u v^T``, flattened; into ``largest`` ``(p + q,)``, zeros on entry, the largest
-    absolute group mean of each feature of ``U`` and of ``V``; ``means`` ``(p + q,)`` is
-    room for a group's. One pass over the rows, each read in order (numpy's batches of
-    small products: design/asymptotic-conditional-test). The caller makes the arrays: numba
-    compiles an allocation with the kernel, and compiling is most of a first test's time."""
-    p, q = U.shape[1], V.shape[1]
+    rows from ``starts``), and into ``sums`` ``(draws, groups, p q)`` each group's sum of the
+    products ``u v^T`` within each draw (feature ``k`` of draw ``d`` in column ``k draws + d``
+    of ``U``, and of ``V``), flattened; into ``largest``, zeros on entry, the largest
+    absolute group mean of each feature of ``U`` and of ``V``; ``room``, as long, holds a
+    group's means, then a row of ``V``'s features of a draw. One pass over the rows, each
+    read in order (numpy's batches of small products: design/asymptotic-conditional-test).
+    The caller makes the arrays: numba compiles an allocation with the kernel, and
+    compiling is most of a first test's time."""
+    draws, width = len(sums), U.shape[1]
+    p, q = width // draws, V.shape[1] // draws
+    v = room[:q]
     for g in range(len(starts)):
         first, stop = starts[g], starts[g] + sizes[g]
-        _centre(U, first, stop, means[:p], largest[:p])
-        _centre(V, first, stop, means[p:], largest[p:])
-        total = sums[g]
-        for k in range(p * q):
-            total[k] = 0.0
-        for i in range(first, stop):
-            v = V[i]
-            for k in range(p):
-                u = U[i, k]
-                row = total[k * q : (k + 1) * q]
-                for j in range(q):
-                    row[j] += u * v[j]
+        _centre(U, first, stop, room[:width], largest[:width])
+        _centre(V, first, stop, room[width:], largest[width:])
+        for draw in range(draws):
+            total = sums[draw, g]
+            for k in range(p * q):
+                total[k] = 0.0
+            for i in range(first, stop):
+                for j in range(q):  # the draw's features of V, side by side
+                    v[j] = V[i, j * draws + draw]
+                for k in range(p):
+                    u = U[i, k * draws + draw]
+                    row = total[k * q : (k + 1) * q]
+                    for j in range(q):
+                        row[j] += u * v[j]
 
 
 @numba.njit(inline="always")
@@ -417,13 +441,16 @@ class GroupedConditioning:
         """Steps 3-5 on samples :meth:`prepared` ``x`` and ``y``:
         ``(statistic, p_value, null_mean)``."""
         rng = np.random.RandomState(self.random_state)
+        draws = min(MOST_DRAWS, max(1, DRAW_ROWS // len(self.groups)))
         with one_thread():
-            U, V = self._features(x, rng), self._features(y, rng)
+            U = self._features(x, draws, rng)
+            V = self._features(y, draws, rng)
             unit = tuple(np.hstack([np.cos(own), np.sin(own)]) for own, _ in (x, y))
-            return grouped_covariance_test(U, V, self.groups, unit)
+            return grouped_covariance_test(U, V, self.groups, draws, unit)
 
-    def _features(self, sample, rng):
-        """One sample's four feature sets (step 3)."""
+    def _features(self, sample, draws, rng):
+        """One sample's four feature sets (step 3), ``draws`` draws of their frequencies:
+        ``(n, width draws)``, the draws of each feature together."""
         own, rebuilt = sample
         times_z = (own[:, :, None] * self.z_of_group[:, None, :]).reshape(len(own), -1)
         sets = {
@@ -432,11 +459,14 @@ class GroupedConditioning:
             "rebuilt": rebuilt,
             "times Z": times_z,
         }
-        features = np.empty((len(own), 2 * sum(FREQUENCIES.values())))
+        # each set's frequencies for every draw at once, draw by draw within a frequency:
+        # feature j of draw k in column j draws + k
+        features = np.empty((len(own), 2 * sum(FREQUENCIES.values()) * draws))
         start = 0
         for name, count in FREQUENCIES.items():
-            frequency_features(sets[name], count, rng, out=features[:, start : start + 2 * count])
-            start += 2 * count
+            stop = start + 2 * count * draws
+            features[:, start:stop] = frequency_features(sets[name], count * draws, rng)
+            start = stop
         return features
 
 
