@@ -260,6 +260,7 @@ def test_level_given_a_category_holds():
         ({"metric": "hgb"}, None, "The 'metric' parameter of ConditionalIndependence"),
         ({"early_stop": 0}, None, "The 'early_stop' parameter of ConditionalIndependence"),
         ({"screen_rows": 2}, None, "The 'screen_rows' parameter of ConditionalIndependence"),
+        ({"asymptotic_rows": 500}, None, "The 'asymptotic_rows' parameter of Conditional"),
         ({"missing": "ignore"}, None, "The 'missing' parameter of ConditionalIndependence"),
     ],
 )
