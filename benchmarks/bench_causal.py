@@ -9,6 +9,7 @@ tests PC asked (ours: the mean seconds a test took, against a lone test's).
 
     python benchmarks/bench_causal.py                      # the sizes below, every test
     python benchmarks/bench_causal.py --sizes 10x1000 --tests adm_dcor,rcit
+    python benchmarks/bench_causal.py --sizes 20x1000,20x5000 --tests rcit,adm_dcor --seeds 0-4
 
 Needs the bench extra (causal-learn).
 """
@@ -53,6 +54,25 @@ def random_sem(p, n, seed):
     return adjacency, data
 
 
+def skeleton_scores(truth, graph):
+    """Precision, recall and F1 of the skeleton of causal-learn's endpoint matrix ``graph``
+    against the symmetric ``truth`` ``(p, p)``."""
+    found = (graph != 0) | (graph != 0).T
+    pairs = np.triu(np.ones_like(truth, dtype=bool), k=1)
+    hits = (truth & found & pairs).sum()
+    precision = hits / max((found & pairs).sum(), 1)
+    recall = hits / max((truth & pairs).sum(), 1)
+    return precision, recall, 2 * precision * recall / max(precision + recall, 1e-12)
+
+
+def seeds(text):
+    """``"0-4"`` or ``"0,3,5"`` as a list of seeds."""
+    if "-" in text:
+        first, last = text.split("-")
+        return list(range(int(first), int(last) + 1))
+    return [int(seed) for seed in text.split(",")]
+
+
 def scores(adjacency, graph):
     """Skeleton precision, recall, F1 and the CPDAG's SHD of causal-learn's ``graph``."""
     from causallearn.graph.Dag import Dag
@@ -61,14 +81,7 @@ def scores(adjacency, graph):
     from causallearn.utils.DAG2CPDAG import dag2cpdag
 
     p = len(adjacency)
-    truth = adjacency | adjacency.T
-    found = graph.graph != 0
-    found = found | found.T
-    pairs = np.triu(np.ones((p, p), dtype=bool), k=1)
-    hits = (truth & found & pairs).sum()
-    precision = hits / max((found & pairs).sum(), 1)
-    recall = hits / max((truth & pairs).sum(), 1)
-    f1 = 2 * precision * recall / max(precision + recall, 1e-12)
+    precision, recall, f1 = skeleton_scores(adjacency | adjacency.T, graph.graph)
     nodes = [GraphNode(f"X{i + 1}") for i in range(p)]
     dag = Dag(nodes)
     for i, j in zip(*np.nonzero(adjacency), strict=True):
@@ -116,7 +129,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default=",".join(SIZES))
     parser.add_argument("--tests", default=",".join(TESTS))
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", default="0", type=seeds, help='"0-4" or "0,3"')
     parser.add_argument("--limit", type=float, default=LIMIT)
     parser.add_argument("--one", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -124,35 +137,61 @@ def main():
         test, p, n, seed = args.one
         print(json.dumps(run_one(test, int(p), int(n), int(seed))))
         return
-    print(f"PC (stable, alpha {ALPHA}) on a random nonlinear SEM, seed {args.seed}")
+    print(f"PC (stable, alpha {ALPHA}) on random nonlinear SEMs")
     print(
-        f"{'size':>10} {'test':>9} {'prec':>5} {'recall':>6} {'F1':>5} {'SHD':>4} "
+        f"{'size':>10} {'seed':>4} {'test':>9} {'prec':>5} {'recall':>6} {'F1':>5} {'SHD':>4} "
         f"{'seconds':>8} {'tests':>6}  ours: s/test (lone)"
     )
+    runs = {}  # (size, test) -> {seed: figures}
     for size in args.sizes.split(","):
         p, n = (int(v) for v in size.split("x"))
-        for test in args.tests.split(","):
-            if test == "kci" and n > 5000:
-                print(f"{size:>10} {test:>9}  skipped: cubic in the rows")
-                continue
-            command = [sys.executable, __file__, "--one", test, str(p), str(n), str(args.seed)]
-            try:
-                done = subprocess.run(
-                    command, capture_output=True, text=True, timeout=args.limit, check=True
+        for seed in args.seeds:
+            for test in args.tests.split(","):
+                f = _run_in_a_process(test, p, n, seed, args.limit)
+                if isinstance(f, str):
+                    print(f"{size:>10} {seed:>4} {test:>9}  {f}")
+                    continue
+                runs.setdefault((size, test), {})[seed] = f
+                ours = f" {f['per_test']:.3f} ({f['lone_test']:.3f})" if "per_test" in f else ""
+                print(
+                    f"{size:>10} {seed:>4} {test:>9} {f['precision']:5.2f} {f['recall']:6.2f} "
+                    f"{f['f1']:5.2f} {f['shd']:4d} {f['seconds']:8.1f} {f['tests']:6d} {ours}",
+                    flush=True,
                 )
-            except subprocess.TimeoutExpired:
-                print(f"{size:>10} {test:>9}  over {args.limit:.0f} s")
-                continue
-            except subprocess.CalledProcessError as error:
-                print(f"{size:>10} {test:>9}  failed: {error.stderr.strip().splitlines()[-1]}")
-                continue
-            f = json.loads(done.stdout.strip().splitlines()[-1])
-            ours = f" {f['per_test']:.3f} ({f['lone_test']:.3f})" if "per_test" in f else ""
-            print(
-                f"{size:>10} {test:>9} {f['precision']:5.2f} {f['recall']:6.2f} "
-                f"{f['f1']:5.2f} {f['shd']:4d} {f['seconds']:8.1f} {f['tests']:6d} {ours}",
-                flush=True,
-            )
+    if len(args.seeds) > 1:
+        _against_rcit(runs, args.sizes.split(","))
+
+
+def _run_in_a_process(test, p, n, seed, limit):
+    """:func:`run_one` in a fresh process: its figures, or why there are none."""
+    command = [sys.executable, __file__, "--one", test, str(p), str(n), str(seed)]
+    if test == "kci" and n > 5000:
+        return "skipped: cubic in the rows"
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=limit, check=True)
+    except subprocess.TimeoutExpired:
+        return f"over {limit:.0f} s"
+    except subprocess.CalledProcessError as error:
+        return f"failed: {error.stderr.strip().splitlines()[-1]}"
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _against_rcit(runs, sizes):
+    """Per size, over the seeds both ran: in how many ours' F1 was at least RCIT's, and the
+    range of ours' seconds over RCIT's."""
+    for size in sizes:
+        ours, rcit = runs.get((size, "adm_dcor"), {}), runs.get((size, "rcit"), {})
+        both = sorted(set(ours) & set(rcit))
+        if not both:
+            continue
+        at_least = sum(ours[s]["f1"] >= rcit[s]["f1"] for s in both)
+        ratios = [ours[s]["seconds"] / rcit[s]["seconds"] for s in both]
+        print(
+            f"{size:>10}: adm_dcor's F1 at least RCIT's in {at_least} of {len(both)} seeds; "
+            f"mean F1 {np.mean([ours[s]['f1'] for s in both]):.3f} against "
+            f"{np.mean([rcit[s]['f1'] for s in both]):.3f}; seconds {min(ratios):.2f}-"
+            f"{max(ratios):.2f} of RCIT's"
+        )
 
 
 if __name__ == "__main__":
