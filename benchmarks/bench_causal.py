@@ -164,9 +164,9 @@ def main():
 
 def _run_in_a_process(test, p, n, seed, limit):
     """:func:`run_one` in a fresh process: its figures, or why there are none."""
-    command = [sys.executable, __file__, "--one", test, str(p), str(n), str(seed)]
     if test == "kci" and n > 5000:
         return "skipped: cubic in the rows"
+    command = [sys.executable, __file__, "--one", test, str(p), str(n), str(seed)]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=limit, check=True)
     except subprocess.TimeoutExpired:
