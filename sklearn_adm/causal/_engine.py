@@ -2,6 +2,7 @@
 table, many at the cost of few."""
 
 import hashlib
+import threading
 import weakref
 from collections import OrderedDict
 from dataclasses import replace
@@ -11,6 +12,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions, validate_parameter_constraints
 
+from .._numerics.workspace import Workspace
 from ..independence._conditional import LocalConditioning, draw_folds
 from ..independence._conditional_test import Afresh
 from ..independence._distance_statistic import SURE_P
@@ -335,6 +337,14 @@ class ConditioningCache(Afresh):
         self._entries = OrderedDict()
         self._bytes = 0
         self._key_of = weakref.WeakKeyDictionary()  # each conditioning's key
+        self._workspaces = {}  # by thread
+
+    @property
+    def workspace(self):
+        """The asymptotic test's arrays, reused from one test to the next (a set for each
+        thread): each fresh array of a megabyte or more would be paged in anew at every
+        test (design/causal-discovery)."""
+        return self._workspaces.setdefault(threading.get_ident(), Workspace())
 
     def local(self, Z, rng):
         folds, seed = draw_folds(len(Z), rng)  # the test's draws, whatever is kept

@@ -15,6 +15,9 @@ class Afresh:
     """What a test given Z computes from Z alone, and the samples' residuals given Z,
     computed afresh at every test (a cache for many tests given one Z overrides these)."""
 
+    #: the arrays the asymptotic test reuses from test to test: none, new ones at every test
+    workspace = None
+
     def local(self, Z, rng):
         """The permutation test's :class:`LocalConditioning`, its folds drawn from ``rng``."""
         return LocalConditioning(Z, *draw_folds(len(Z), rng))

@@ -154,7 +154,8 @@ class DistanceStatistic(Statistic):
         (:class:`~._grouped_covariance.GroupedConditioning`; ``shared``:
         :class:`~._conditional_test.Afresh` or a cache of its work)."""
         given = shared.grouped(Z, int(rng.randint(np.iinfo(np.int32).max)))
-        statistic, p_value, null_mean = given.test(*shared.prepared(given, X, Y))
+        x, y = shared.prepared(given, X, Y)
+        statistic, p_value, null_mean = given.test(x, y, shared.workspace)
         if not self.squared:
             statistic, null_mean = np.sqrt(statistic), np.sqrt(null_mean)
         return two_sample_result(statistic, p_value, null_mean, 0, ASYMPTOTIC)

@@ -36,6 +36,7 @@ import numba
 import numpy as np
 from scipy import integrate, stats
 
+from .._numerics.workspace import Workspace
 from .._runtime.threads import one_thread
 from ._conditional import GROUP_ROWS, SmoothBasis
 
@@ -167,7 +168,7 @@ def _weighted_into(cosines, sines, weights, out):
             out[i, k + j] = sines[i, j] * weights[j]
 
 
-def grouped_covariance_test(U, V, groups, draws=1, unit=None):
+def grouped_covariance_test(U, V, groups, draws=1, unit=None, workspace=None):
     """The test of step 5 on features ``U`` ``(n, draws p)`` and ``V`` ``(n, draws q)``, whose
     rows are in the order of ``groups`` (consecutive labels), float64 arrays that it centres
     within their groups in place: ``(statistic, p_value, null_mean)``, the p-value the
@@ -178,12 +179,15 @@ def grouped_covariance_test(U, V, groups, draws=1, unit=None):
     ``UNIT_SHARE`` of the level to ``unit``'s. The statistic is the squared correlation of the
     features (the cross-covariances' squared Frobenius norms over the products of their
     covariances' norms, as distance correlation normalises distance covariance), within
-    groups, in [0, 1]; ``null_mean`` its mean under conditional independence."""
+    groups, in [0, 1]; ``null_mean`` its mean under conditional independence. ``workspace``:
+    a :class:`~sklearn_adm._numerics.workspace.Workspace` whose arrays the test reuses (a
+    search's tests, one after the other), else new ones."""
+    workspace = Workspace() if workspace is None else workspace
     n = len(U)
     sizes = np.bincount(groups)
     starts = np.cumsum(sizes) - sizes
     # each feature less its group's mean, and each group's sum of products u v^T (G_g)
-    sums, largest_means = _group_sums(U, V, starts, sizes, draws)
+    sums, largest_means = _group_sums(U, V, starts, sizes, draws, workspace, "sums")
     grouped = sums.reshape(draws, len(sizes), U.shape[1] // draws, V.shape[1] // draws)
     norms = np.ones(draws)  # each draw's squared norms of the sums of u u^T and v v^T
     for features, largest_mean, axis in zip((U, V), largest_means, (2, 3), strict=True):
@@ -201,7 +205,8 @@ def grouped_covariance_test(U, V, groups, draws=1, unit=None):
     # norm, is far under its estimation error (about 1 / sqrt(groups) of it). Where the
     # groups are fewer than the products, the groups' Gram matrix has the covariance's
     # trace, norm and non-zero eigenvalues (the limit's weights) in a smaller matrix.
-    single = spread.astype(np.float32)
+    single = workspace.get("single", spread, dtype=np.float32)
+    np.copyto(single, spread)
     if len(sizes) < total.size:
         gram = (single @ single.transpose(0, 2, 1)).sum(axis=0)
     else:
@@ -215,7 +220,7 @@ def grouped_covariance_test(U, V, groups, draws=1, unit=None):
     # the largest product alone, each standardised: a relation that few products carry
     p_largest = _largest_product(total, spread)
     if unit is not None:
-        unit_sums = _group_sums(*unit, starts, sizes, 1)[0]
+        unit_sums = _group_sums(*unit, starts, sizes, 1, workspace, "unit sums")[0]
         unit_total = unit_sums.sum(axis=1)
         p_unit = _largest_product(unit_total, unit_sums - unit_total[:, None] / len(sizes))
         p_largest = min(p_largest / (1 - UNIT_SHARE), p_unit / UNIT_SHARE)
@@ -228,12 +233,12 @@ def grouped_covariance_test(U, V, groups, draws=1, unit=None):
     return statistic / norm, p_value, null_sum / norm
 
 
-def _group_sums(U, V, starts, sizes, draws):
+def _group_sums(U, V, starts, sizes, draws, workspace, name):
     """:func:`_group_products` of ``U`` and ``V``: each group's sums of the products within
-    each draw ``(draws, groups, p q)`` and the largest absolute group mean of each feature
-    of each."""
+    each draw ``(draws, groups, p q)``, in ``workspace``'s array ``name``, and the largest
+    absolute group mean of each feature of each."""
     p, q = U.shape[1], V.shape[1]
-    sums = np.empty((draws, len(sizes), p * q // draws**2))
+    sums = workspace.get(name, U, (draws, len(sizes), p * q // draws**2))
     largest, room = np.zeros(p + q), np.empty(p + q)
     _group_products(U, V, starts, sizes, sums, largest, room)
     return sums, (largest[:p], largest[p:])
@@ -437,20 +442,23 @@ class GroupedConditioning:
             prepared = np.stack([_standardized(residuals), rebuilt])
         return prepared if split is None else (prepared[:, :, :split], prepared[:, :, split:])
 
-    def test(self, x, y):
+    def test(self, x, y, workspace=None):
         """Steps 3-5 on samples :meth:`prepared` ``x`` and ``y``:
-        ``(statistic, p_value, null_mean)``."""
+        ``(statistic, p_value, null_mean)``; ``workspace`` as in
+        :func:`grouped_covariance_test`."""
+        workspace = Workspace() if workspace is None else workspace
         rng = np.random.RandomState(self.random_state)
         draws = min(MOST_DRAWS, max(1, DRAW_ROWS // len(self.groups)))
         with one_thread():
-            U = self._features(x, draws, rng)
-            V = self._features(y, draws, rng)
+            U = self._features(x, draws, rng, workspace, "x's features")
+            V = self._features(y, draws, rng, workspace, "y's features")
             unit = tuple(np.hstack([np.cos(own), np.sin(own)]) for own, _ in (x, y))
-            return grouped_covariance_test(U, V, self.groups, draws, unit)
+            return grouped_covariance_test(U, V, self.groups, draws, unit, workspace)
 
-    def _features(self, sample, draws, rng):
+    def _features(self, sample, draws, rng, workspace, kept_as):
         """One sample's four feature sets (step 3), ``draws`` draws of their frequencies:
-        ``(n, width draws)``, the draws of each feature together."""
+        ``(n, width draws)``, the draws of each feature together, in ``workspace``'s array
+        ``kept_as``."""
         own, rebuilt = sample
         times_z = (own[:, :, None] * self.z_of_group[:, None, :]).reshape(len(own), -1)
         sets = {
@@ -461,7 +469,8 @@ class GroupedConditioning:
         }
         # each set's frequencies for every draw at once, draw by draw within a frequency:
         # feature j of draw k in column j draws + k
-        features = np.empty((len(own), 2 * sum(FREQUENCIES.values()) * draws))
+        width = 2 * sum(FREQUENCIES.values()) * draws
+        features = workspace.get(kept_as, own, (len(own), width))
         start = 0
         for name, count in FREQUENCIES.items():
             stop = start + 2 * count * draws

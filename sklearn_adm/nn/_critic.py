@@ -17,6 +17,8 @@ import math
 import torch
 from torch import nn
 
+from .._numerics.workspace import Workspace
+
 __all__ = ["ADMCritic", "dependence_mse"]
 
 #: Variance added before dividing by a standard deviation. It only guards against division by
@@ -84,31 +86,6 @@ class _FeatureWiseMLP(nn.Module):
         # the readout as a batched vector-matrix product, faster than the products summed
         output = torch.bmm(self.out_weight.unsqueeze(1), _activation(hidden)).squeeze(1)
         return output.T + self.out_bias
-
-
-class _Workspace:
-    """Tensors that a training step reuses from the last one, by name: on a CPU each fresh
-    tensor of a critic layer's size (64 MiB at d = 2048) is paged in anew, which cost more
-    than the arithmetic on it. Never copied or pickled."""
-
-    def __init__(self):
-        self.tensors = {}
-
-    def get(self, name, like, shape=None):
-        """The tensor ``name``, of ``shape`` (``like``'s by default) and ``like``'s dtype and
-        device: the one of the last call when it matches, else a new one."""
-        shape = like.shape if shape is None else torch.Size(shape)
-        tensor = self.tensors.get(name)
-        kept = tensor is not None and tensor.shape == shape
-        if not (kept and tensor.dtype == like.dtype and tensor.device == like.device):
-            tensor = self.tensors[name] = like.new_empty(shape)
-        return tensor
-
-    def __getstate__(self):
-        return {"tensors": {}}
-
-    def __deepcopy__(self, memo):
-        return _Workspace()
 
 
 def _self_connections(weight, first_feature=0, width=None):
@@ -237,8 +214,8 @@ class ADMCritic(nn.Module):
         self.predictor_rank = None if predictor_rank is None else int(predictor_rank)
         #: layer-sized tensors a training step (``_critic_step``) reuses from the last one,
         #: and those the encoder's pass through the critic reuses (rows of another number)
-        self.workspace = _Workspace()
-        self.gradient_workspace = _Workspace()
+        self.workspace = Workspace()
+        self.gradient_workspace = Workspace()
         bound = _FIRST_LAYER_GAIN / math.sqrt(max(group_size - 1, 1))
         if self.predictor_rank is None:  # drawn first: a seed gives the weights it always gave
             self._init_full_input_layer(bound, h)

@@ -6,6 +6,7 @@ import pytest
 from scipy import integrate, stats
 
 from sklearn_adm import DependenceScorer
+from sklearn_adm._numerics.workspace import Workspace
 from sklearn_adm.independence import _grouped_covariance as grouped_covariance
 from sklearn_adm.independence._grouped_covariance import (
     ASYMPTOTIC_ROWS,
@@ -218,3 +219,23 @@ def test_a_constant_sample_is_independent_without_warnings():
         np.ones_like(x), y, Z=z
     )
     assert (result.statistic, result.pvalue, result.null_mean) == (0.0, 1.0, 0.0)
+
+
+def test_a_workspace_left_by_another_test_gives_the_same_test():
+    """A search's tests reuse one workspace's arrays one after the other: what the last
+    test left in them must not reach the next (each array is written whole before it is
+    read), and the arrays are kept."""
+    rng = np.random.default_rng(0)
+    Z = rng.normal(size=(1000, 2))
+    X = np.sin(Z[:, :1]) + 0.5 * rng.normal(size=(1000, 1))
+    Y = Z[:, 1:] ** 2 + np.cos(2 * X) + 0.5 * rng.normal(size=(1000, 1))
+    W = rng.standard_t(3, size=(1000, 1))
+    given = grouped_covariance.GroupedConditioning(Z, 0)
+    alone = given.test(*given.prepared(np.hstack([X, Y]), 1))
+    workspace = Workspace()
+    other = given.test(*given.prepared(np.hstack([W, Z[:, :1]]), 1), workspace)
+    kept = {name: array.ctypes.data for name, array in workspace.arrays.items()}
+    again = given.test(*given.prepared(np.hstack([X, Y]), 1), workspace)
+    assert again == alone != other
+    assert alone[1] < 1e-6  # the cosine of X is found
+    assert {name: array.ctypes.data for name, array in workspace.arrays.items()} == kept

@@ -289,9 +289,9 @@ def test_training_step_updates_as_adam_updates(monkeypatch, n_groups, blocked):
         optimizers.append(optimizer)
     assert torch.count_nonzero(_self_connections(critics[1].predictor_in)) == 0
     # the tensors a step reuses stay out of copies and pickles
-    assert critics[1].workspace.tensors
+    assert critics[1].workspace.arrays
     for copy in (pickle.loads(pickle.dumps(critics[1])), copy_module.deepcopy(critics[1])):
-        assert not copy.workspace.tensors
+        assert not copy.workspace.arrays
         torch.testing.assert_close(copy(batches[0]), critics[1](batches[0]))
     for plain, stepped in zip(*(c.parameters() for c in critics), strict=True):
         torch.testing.assert_close(stepped, plain, rtol=1e-7, atol=1e-9)
@@ -420,15 +420,15 @@ def test_the_encoders_pass_through_the_critic_reuses_its_tensors():
     optimizer = CriticAdam(critic, 0.01, torch.device("cpu"))
     z, weights = torch.randn(512, 8), torch.full((1,), -0.25)
     first = dependence_gradient(critic, z, torch.ones(8), weights)
-    kept = {name: tensor.data_ptr() for name, tensor in critic.gradient_workspace.tensors.items()}
+    kept = {name: tensor.data_ptr() for name, tensor in critic.gradient_workspace.arrays.items()}
     critic_step(critic, optimizer, torch.randn(128, 8))  # the critic's own rows, elsewhere
     second = dependence_gradient(critic, z, torch.ones(8), weights)
     assert kept and kept == {
-        name: tensor.data_ptr() for name, tensor in critic.gradient_workspace.tensors.items()
+        name: tensor.data_ptr() for name, tensor in critic.gradient_workspace.arrays.items()
     }
-    assert critic.workspace.tensors  # the training step kept its own
+    assert critic.workspace.arrays  # the training step kept its own
     # the kept tensors change no number: a copy of the critic starts with fresh ones
     fresh = dependence_gradient(copy_module.deepcopy(critic), z, torch.ones(8), weights)
-    assert not copy_module.deepcopy(critic).gradient_workspace.tensors
+    assert not copy_module.deepcopy(critic).gradient_workspace.arrays
     torch.testing.assert_close(second[1], fresh[1], rtol=0, atol=0)
     assert first[1].shape == (512, 8)
